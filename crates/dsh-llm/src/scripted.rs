@@ -1,0 +1,553 @@
+//! The offline, deterministic `scripted` provider.
+//!
+//! * Model `echo` answers every request with the text of the latest user
+//!   prompt in the history.
+//! * Model `<absolute path>` plays a scenario file: one reply per model
+//!   request of a session, in order.
+//!
+//! A scenario file is YAML (JSON is accepted too):
+//!
+//! ```yaml
+//! replies:
+//!   - text: "Hello"                      # one text block
+//!   - reasoning: "Let me think"          # shorthand: reasoning, then text
+//!     text: ["Hel", "lo"]                # a list is streamed as deltas
+//!   - blocks:                            # explicit blocks, in order
+//!       - text: "I will run a command."
+//!       - tool_call: {id: call_1, name: bash, arguments: {command: "echo hi"}}
+//!     stop: tool_use                     # end_turn | tool_use | max_tokens
+//!   - error: {code: SERVER, message: "boom", status: 500}
+//!     delay_ms: 300                      # any reply may wait first
+//! ```
+//!
+//! `stop` defaults to `tool_use` when the reply has a tool call, else
+//! `end_turn`. Tool-call `arguments` given as a string are sent verbatim
+//! (useful for truncated JSON under `max_tokens`). `usage: {input_tokens,
+//! output_tokens}` overrides the default estimate (a quarter of the
+//! characters). A request after the last reply fails with code
+//! `SCRIPT_EXHAUSTED`.
+
+use crate::{
+    BlockType, ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk, Usage,
+};
+use dsh_session::{Message, text_of};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Provider name.
+pub const NAME: &str = "scripted";
+/// The echo model.
+pub const ECHO: &str = "echo";
+
+/// Why a scripted model id cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// Neither `echo` nor an absolute path.
+    #[error("scripted model must be \"echo\" or the absolute path of a scenario file, got \"{0}\"")]
+    NotAModel(String),
+    /// The file cannot be read.
+    #[error("scripted scenario {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a valid scenario.
+    #[error("scripted scenario {path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A parsed scenario: the replies, in order.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// One reply per model request.
+    pub replies: Vec<Reply>,
+}
+
+/// One scripted model reply.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reply {
+    /// Shorthand: a text block (after `reasoning`, if both are given).
+    #[serde(default)]
+    pub text: Option<Text>,
+    /// Shorthand: a reasoning block first.
+    #[serde(default)]
+    pub reasoning: Option<Text>,
+    /// Explicit blocks.
+    #[serde(default)]
+    pub blocks: Vec<Block>,
+    /// Stop reason; derived when absent.
+    #[serde(default)]
+    pub stop: Option<Stop>,
+    /// Fail the request instead of answering.
+    #[serde(default)]
+    pub error: Option<ScriptedError>,
+    /// Wait this long before answering.
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+    /// Usage figures to report.
+    #[serde(default)]
+    pub usage: Option<ScriptedUsage>,
+}
+
+/// Text given whole or as streamed deltas.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Text {
+    /// One delta.
+    Whole(String),
+    /// Several deltas.
+    Deltas(Vec<String>),
+}
+
+impl Text {
+    fn deltas(&self) -> Vec<String> {
+        match self {
+            Self::Whole(s) => vec![s.clone()],
+            Self::Deltas(d) => d.clone(),
+        }
+    }
+}
+
+/// An explicit reply block: a map with exactly one of `text`, `reasoning`
+/// or `tool_call`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Block {
+    /// Visible text.
+    #[serde(default)]
+    pub text: Option<Text>,
+    /// Model thinking.
+    #[serde(default)]
+    pub reasoning: Option<Text>,
+    /// A tool call.
+    #[serde(default)]
+    pub tool_call: Option<ToolCall>,
+}
+
+/// A validated block.
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Text(Text),
+    Reasoning(Text),
+    ToolCall(ToolCall),
+}
+
+impl Block {
+    fn part(&self) -> Option<Part> {
+        match (&self.text, &self.reasoning, &self.tool_call) {
+            (Some(t), None, None) => Some(Part::Text(t.clone())),
+            (None, Some(r), None) => Some(Part::Reasoning(r.clone())),
+            (None, None, Some(c)) => Some(Part::ToolCall(c.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// A scripted tool call.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// Call id; `call_<n>` when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Arguments: a JSON value, or a string sent verbatim.
+    #[serde(default)]
+    pub arguments: Option<Value>,
+}
+
+/// Scripted stop reasons (the Messages API's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// `stop`.
+    EndTurn,
+    /// `tool-calls`.
+    ToolUse,
+    /// `max-tokens`.
+    MaxTokens,
+}
+
+/// A scripted failure.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedError {
+    /// Failure code (`SERVER`, `AUTH`, …).
+    pub code: String,
+    /// Failure message.
+    pub message: String,
+    /// HTTP status to report.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Retry-after to report, in milliseconds.
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
+    /// Request id to report.
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+/// Scripted usage figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedUsage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ScenarioError::Read { path: path.to_owned(), source })?;
+        let invalid = |message: String| ScenarioError::Invalid { path: path.to_owned(), message };
+        let scenario: Self = serde_yaml_ng::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        for (i, reply) in scenario.replies.iter().enumerate() {
+            let shorthand = reply.text.is_some() || reply.reasoning.is_some();
+            let forms = [shorthand, !reply.blocks.is_empty(), reply.error.is_some()];
+            if forms.iter().filter(|f| **f).count() != 1 {
+                return Err(invalid(format!(
+                    "reply {} must have exactly one of text/reasoning, blocks or error",
+                    i + 1
+                )));
+            }
+            if let Some(j) = reply.blocks.iter().position(|b| b.part().is_none()) {
+                return Err(invalid(format!(
+                    "reply {} block {} must have exactly one of text, reasoning or tool_call",
+                    i + 1,
+                    j + 1
+                )));
+            }
+        }
+        Ok(scenario)
+    }
+}
+
+#[derive(Debug)]
+enum Mode {
+    Echo,
+    Script(Scenario),
+}
+
+/// The scripted provider for one route.
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    model: String,
+    mode: Mode,
+    next_reply: Mutex<HashMap<String, usize>>,
+}
+
+impl ScriptedProvider {
+    /// Mounts `model`: `echo` or an absolute scenario path.
+    pub fn for_model(model: &str) -> Result<Self, ScenarioError> {
+        let mode = if model == ECHO {
+            Mode::Echo
+        } else if Path::new(model).is_absolute() {
+            Mode::Script(Scenario::load(Path::new(model))?)
+        } else {
+            return Err(ScenarioError::NotAModel(model.to_owned()));
+        };
+        Ok(Self { model: model.to_owned(), mode, next_reply: Mutex::new(HashMap::new()) })
+    }
+
+    fn next_reply(&self, request: &ModelRequest) -> Result<Reply, LlmFailure> {
+        match &self.mode {
+            Mode::Echo => Ok(Reply {
+                text: Some(Text::Whole(latest_prompt_text(&request.messages))),
+                reasoning: None,
+                blocks: Vec::new(),
+                stop: None,
+                error: None,
+                delay_ms: None,
+                usage: None,
+            }),
+            Mode::Script(scenario) => {
+                let mut next = self.next_reply.lock().map_err(|_| {
+                    LlmFailure::new("UNKNOWN", "scripted provider state is poisoned")
+                })?;
+                let index = next.entry(request.session_id.clone()).or_insert(0);
+                let reply = scenario.replies.get(*index).cloned();
+                *index += 1;
+                reply.ok_or_else(|| {
+                    LlmFailure::new(
+                        "SCRIPT_EXHAUSTED",
+                        format!("scripted scenario {} has no reply {} for session {}", self.model, *index, request.session_id),
+                    )
+                })
+            }
+        }
+    }
+}
+
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn replay_kind(&self) -> &str {
+        NAME
+    }
+
+    fn start(&self, request: ModelRequest, out: ChunkSender) {
+        let prepared = check_content(&request.messages).and_then(|()| self.next_reply(&request));
+        let model = self.model.clone();
+        let input_estimate = estimate_input(&request);
+        tokio::spawn(async move {
+            let reply = match prepared {
+                Ok(reply) => reply,
+                Err(failure) => return finish_error(&out, failure),
+            };
+            if let Some(delay) = reply.delay_ms {
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+            }
+            play(&reply, &model, input_estimate, &out);
+        });
+    }
+}
+
+fn finish_error(out: &ChunkSender, failure: LlmFailure) {
+    let _ = out.send(StreamChunk::Finish { reason: FinishReason::Error { failure }, replay_state: None });
+}
+
+fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
+    if let Some(error) = &reply.error {
+        let failure = LlmFailure {
+            message: error.message.clone(),
+            code: error.code.clone(),
+            status: error.status,
+            provider_retry_after_ms: error.retry_after_ms,
+            request_id: error.request_id.clone(),
+        };
+        return finish_error(out, failure);
+    }
+    let mut blocks = Vec::new();
+    if let Some(reasoning) = &reply.reasoning {
+        blocks.push(Part::Reasoning(reasoning.clone()));
+    }
+    if let Some(text) = &reply.text {
+        blocks.push(Part::Text(text.clone()));
+    }
+    blocks.extend(reply.blocks.iter().filter_map(Block::part));
+
+    let mut replay_blocks = Vec::new();
+    let mut output_chars = 0usize;
+    let mut has_tool_call = false;
+    for (i, block) in blocks.iter().enumerate() {
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        let (block_type, complete) = match block {
+            Part::Text(text) | Part::Reasoning(text) => {
+                let reasoning = matches!(block, Part::Reasoning(_));
+                let deltas = text.deltas();
+                let whole: String = deltas.concat();
+                output_chars += whole.chars().count();
+                let (block_type, name) =
+                    if reasoning { (BlockType::Reasoning, "reasoning") } else { (BlockType::Text, "text") };
+                let _ = out.send(StreamChunk::BlockStart { index, block_type });
+                for text in deltas {
+                    let chunk = if reasoning {
+                        StreamChunk::ReasoningDelta { index, text }
+                    } else {
+                        StreamChunk::TextDelta { index, text }
+                    };
+                    let _ = out.send(chunk);
+                }
+                (name, json!({"type": name, "text": whole}))
+            }
+            Part::ToolCall(call) => {
+                has_tool_call = true;
+                let id = call.id.clone().unwrap_or_else(|| format!("call_{}", i + 1));
+                let arguments = match &call.arguments {
+                    None => "{}".to_owned(),
+                    Some(Value::String(raw)) => raw.clone(),
+                    Some(value) => value.to_string(),
+                };
+                output_chars += arguments.chars().count();
+                let _ = out.send(StreamChunk::BlockStart { index, block_type: BlockType::ToolCall });
+                let _ = out.send(StreamChunk::ToolCallDelta {
+                    index,
+                    id: id.clone(),
+                    name: Some(call.name.clone()),
+                    arguments_delta: String::new(),
+                });
+                let _ = out.send(StreamChunk::ToolCallDelta {
+                    index,
+                    id: id.clone(),
+                    name: None,
+                    arguments_delta: arguments.clone(),
+                });
+                ("tool-call", json!({"type": "tool-call", "id": id, "name": call.name, "arguments": arguments}))
+            }
+        };
+        let _ = out.send(StreamChunk::BlockEnd { index, block: complete });
+        replay_blocks.push(json!({"type": block_type}));
+    }
+    let usage = match reply.usage {
+        Some(u) => Usage::new(u.input_tokens, u.output_tokens),
+        None => Usage::new(input_estimate, quarter(output_chars)),
+    };
+    let _ = out.send(StreamChunk::Usage { usage });
+    let reason = match reply.stop {
+        Some(Stop::EndTurn) => FinishReason::Stop,
+        Some(Stop::ToolUse) => FinishReason::ToolCalls,
+        Some(Stop::MaxTokens) => FinishReason::MaxTokens,
+        None if has_tool_call => FinishReason::ToolCalls,
+        None => FinishReason::Stop,
+    };
+    let replay_state = json!({"response": {"kind": NAME, "version": 1, "model": model}, "blocks": replay_blocks});
+    let _ = out.send(StreamChunk::Finish { reason, replay_state: Some(replay_state) });
+}
+
+fn quarter(chars: usize) -> u64 {
+    u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
+}
+
+fn estimate_input(request: &ModelRequest) -> u64 {
+    let mut chars = request.system.chars().count();
+    for message in &request.messages {
+        chars += serde_json::to_string(message).map(|s| s.chars().count()).unwrap_or(0);
+    }
+    quarter(chars)
+}
+
+/// The text of the latest user prompt (`source.kind == "user"`).
+fn latest_prompt_text(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User(u) if u.source_kind() == Some("user") => Some(text_of(&u.content).collect::<Vec<_>>().join("\n")),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Like the official Messages serialiser: user content other than text and
+/// images cannot be represented.
+fn check_content(messages: &[Message]) -> Result<(), LlmFailure> {
+    for message in messages {
+        let (role, content) = match message {
+            Message::User(u) => ("user", &u.content),
+            Message::Tool(t) => ("tool-result", &t.content),
+            _ => continue,
+        };
+        for block in content {
+            let kind = block.get("type").and_then(Value::as_str).unwrap_or("<none>");
+            if kind != "text" && kind != "image" {
+                return Err(LlmFailure::new(
+                    "UNSUPPORTED_CONTENT",
+                    format!("{NAME} provider cannot represent {role} content {kind}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Accumulator, Route, Settled};
+    use dsh_session::{UserMessage, text_block};
+    use std::sync::Arc;
+    use tokio::sync::mpsc;
+
+    fn request(session: &str, prompt: &str) -> ModelRequest {
+        ModelRequest {
+            session_id: session.into(),
+            route: Route { provider: NAME.into(), model: ECHO.into(), reasoning_effort: None, max_tokens: None },
+            system: "sys".into(),
+            messages: vec![Message::User(UserMessage::new(vec![text_block(prompt)], json!({"kind": "user"})))],
+            tools: Arc::new(Vec::new()),
+        }
+    }
+
+    async fn settle(provider: &ScriptedProvider, request: ModelRequest) -> Settled {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        provider.start(request, tx);
+        let mut acc = Accumulator::new();
+        while let Some(chunk) = rx.recv().await {
+            acc.push(&chunk);
+        }
+        acc.settle(NAME)
+    }
+
+    fn scenario_file(text: &str) -> (PathBuf, ScriptedProvider) {
+        let path = std::env::temp_dir().join(format!("dsh-scenario-{}.yaml", uuid_like()));
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        let provider = ScriptedProvider::for_model(&path.to_string_lossy()).unwrap_or_else(|e| panic!("{e}"));
+        (path, provider)
+    }
+
+    fn uuid_like() -> String {
+        format!("{}-{:?}", std::process::id(), std::thread::current().id()).replace(['(', ')'], "")
+    }
+
+    #[tokio::test]
+    async fn echo_answers_with_the_prompt() {
+        let provider = ScriptedProvider::for_model(ECHO).unwrap_or_else(|e| panic!("{e}"));
+        let Settled::Message { content, finish, .. } = settle(&provider, request("s", "héllo")).await else {
+            panic!("expected a message");
+        };
+        assert_eq!(content, vec![json!({"type": "text", "text": "héllo"})]);
+        assert_eq!(finish, FinishReason::Stop);
+    }
+
+    #[tokio::test]
+    async fn scenarios_play_in_order_per_session_then_run_out() {
+        let (path, provider) = scenario_file(
+            "replies:\n  - reasoning: think\n    text: [a, b]\n  - blocks:\n      - tool_call: {name: bash, arguments: {command: ls}}\n  - error: {code: SERVER, message: boom, status: 500}\n",
+        );
+        let Settled::Message { content, .. } = settle(&provider, request("s", "x")).await else { panic!() };
+        assert_eq!(content, vec![json!({"type":"reasoning","text":"think"}), json!({"type":"text","text":"ab"})]);
+        let Settled::Message { content, finish, .. } = settle(&provider, request("s", "x")).await else { panic!() };
+        assert_eq!(finish, FinishReason::ToolCalls);
+        assert_eq!(content[0]["arguments"], json!("{\"command\":\"ls\"}"));
+        let Settled::Failed(f) = settle(&provider, request("s", "x")).await else { panic!() };
+        assert_eq!((f.code.as_str(), f.status), ("SERVER", Some(500)));
+        let Settled::Failed(f) = settle(&provider, request("s", "x")).await else { panic!() };
+        assert_eq!(f.code, "SCRIPT_EXHAUSTED");
+        // Another session starts from the first reply.
+        assert!(matches!(settle(&provider, request("t", "x")).await, Settled::Message { .. }));
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn invalid_models_and_scenarios_are_refused_with_clear_errors() {
+        let err = ScriptedProvider::for_model("nope").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("\"echo\" or the absolute path"), "{err}");
+        let err = ScriptedProvider::for_model("/definitely/missing.yaml").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.starts_with("scripted scenario /definitely/missing.yaml:"), "{err}");
+        let path = std::env::temp_dir().join(format!("dsh-bad-{}.yaml", uuid_like()));
+        std::fs::write(&path, "replies:\n  - text: a\n    error: {code: X, message: y}\n").unwrap_or_else(|e| panic!("{e}"));
+        let err = ScriptedProvider::for_model(&path.to_string_lossy()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("exactly one of"), "{err}");
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[tokio::test]
+    async fn unknown_user_content_is_unsupported() {
+        let provider = ScriptedProvider::for_model(ECHO).unwrap_or_else(|e| panic!("{e}"));
+        let mut req = request("s", "x");
+        req.messages = vec![Message::User(UserMessage::new(vec![json!({"type":"weird","x":1})], json!({"kind":"user"})))];
+        let Settled::Failed(f) = settle(&provider, req).await else { panic!() };
+        assert_eq!(f.code, "UNSUPPORTED_CONTENT");
+        assert_eq!(f.message, "scripted provider cannot represent user content weird");
+    }
+}

@@ -1,0 +1,51 @@
+//! Transport and wire types of the DeepSeek Harness SDK protocol.
+//!
+//! The protocol is JSON-RPC 2.0 over stdio, one compact JSON object per
+//! `\n`-terminated line in each direction. This crate holds everything that
+//! is about the wire and nothing about agents:
+//!
+//! * [`LineReader`] splits an input byte stream into lines (any length, memory
+//!   bounded by the line being read, `\r\n` and blank lines tolerated);
+//! * [`classify`] turns one line into an [`Incoming`] frame the way the
+//!   official runtime does (garbage and non-objects are ignored, never
+//!   answered; `params` that are not an object become `{}`);
+//! * [`FrameWriter`] is the one writer of the protocol fd: whole frames, in
+//!   order, flushed;
+//! * [`Outgoing`] builds the exact bytes of responses, error responses and
+//!   notifications (compact JSON, key order as the official runtime, one
+//!   trailing `\n`);
+//! * [`methods`], [`notifications`] and [`event`] hold typed serde structs for
+//!   every method's params and result, the four notifications and the
+//!   [`SessionEvent`](event::SessionEvent) envelope.
+//!
+//! ```
+//! use dsh_protocol::{classify, Incoming};
+//! let frame = classify(br#"{"jsonrpc":"2.0","id":7,"method":"initialize"}"#);
+//! match frame {
+//!     Incoming::Request(req) => {
+//!         assert_eq!(req.method, "initialize");
+//!         assert!(req.params.is_empty()); // absent params become {}
+//!         assert_eq!(req.id.to_string(), "7");
+//!     }
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//! ```
+
+mod id;
+mod incoming;
+mod outgoing;
+mod reader;
+mod writer;
+
+pub mod event;
+pub mod methods;
+pub mod notifications;
+
+pub use id::RequestId;
+pub use incoming::{Ignored, Incoming, Request, classify};
+pub use outgoing::{INTERNAL_ERROR, Outgoing};
+pub use reader::LineReader;
+pub use writer::FrameWriter;
+
+/// A JSON object as carried on the wire, with its key order preserved.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;

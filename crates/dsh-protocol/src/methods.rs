@@ -1,0 +1,111 @@
+//! Method names and the typed params and results of every client → runtime
+//! method.
+//!
+//! The runtime validates params field by field (the official error messages
+//! depend on which check fails), so these structs describe the accepted
+//! shapes; a client serialises them and a server fills them after validation.
+
+use crate::JsonObject;
+use serde::{Deserialize, Serialize};
+
+/// `initialize`.
+pub const INITIALIZE: &str = "initialize";
+/// `session/prompt`.
+pub const SESSION_PROMPT: &str = "session/prompt";
+/// `session/resume`.
+pub const SESSION_RESUME: &str = "session/resume";
+/// `session/wait`.
+pub const SESSION_WAIT: &str = "session/wait";
+/// `session/working-directory/get`.
+pub const WORKING_DIRECTORY_GET: &str = "session/working-directory/get";
+/// `session/working-directory/set`.
+pub const WORKING_DIRECTORY_SET: &str = "session/working-directory/set";
+/// `shutdown`.
+pub const SHUTDOWN: &str = "shutdown";
+
+/// `serverInfo.name`, exactly as the official runtime reports it.
+pub const SERVER_NAME: &str = "deepseek-harness-sdk-runtime";
+
+/// Params of `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// Workspace directory of sessions created afterwards (made absolute).
+    pub cwd: String,
+    /// Model provider (`deepseek-official`, `scripted`, …).
+    pub provider: String,
+    /// Model id, passed to the provider as is.
+    pub model: String,
+    /// `off | low | high | max`; the provider default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Output token cap per model request; the provider default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+/// Result of `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// Who answered.
+    pub server_info: ServerInfo,
+}
+
+/// `serverInfo` of the `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// Always [`SERVER_NAME`].
+    pub name: String,
+    /// The implementation's own version.
+    pub version: String,
+}
+
+/// Params of `session/prompt`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptParams {
+    /// The session; created on first use.
+    pub session_id: String,
+    /// Content blocks of the prompt, passed through verbatim (after image
+    /// admission).
+    pub content_blocks: Vec<JsonObject>,
+}
+
+/// Result of `session/prompt`: an enqueue receipt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResult {
+    /// The id of the user message inside the receipt `agent/inbox/spliced`.
+    pub message_id: String,
+}
+
+/// Params of `session/resume`, `session/wait` and
+/// `session/working-directory/get`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionParams {
+    /// The session addressed.
+    pub session_id: String,
+}
+
+/// Params of `session/working-directory/set`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetWorkingDirectoryParams {
+    /// The session addressed.
+    pub session_id: String,
+    /// New directory, relative to the current effective directory or absolute.
+    pub path: String,
+}
+
+/// Result of both working-directory methods.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkingDirectoryResult {
+    /// The effective directory, absolute and canonical.
+    pub cwd: String,
+}
+
+/// The empty result `{}` of `session/resume`, `session/wait` and `shutdown`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmptyResult {}

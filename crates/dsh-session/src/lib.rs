@@ -1,0 +1,18 @@
+//! Messages, session events and the session event log.
+//!
+//! Everything observable about a session is an event appended to its
+//! [`EventLog`]. The log gives each event its `seq` and `time`, serialises it
+//! **once**, and hands the same bytes to its [`EventObserver`] (the SDK server
+//! wraps them in `session.event` notifications; the persistence sink writes
+//! them to disk).
+
+mod log;
+mod message;
+
+pub mod events;
+
+pub use log::{EventDraft, EventLog, EventObserver, SessionStatus, now_ms};
+pub use message::{
+    AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, new_message_id, text_block,
+    text_of,
+};

@@ -1,0 +1,153 @@
+"""Fixtures for the dsh-rs interop tests (binary path, temp dirs, clients)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from deepseek_harness import DeepSeekHarness, HarnessClient, HarnessConfig
+
+from interop_support import FRAME_TIMEOUT, RawClient, dsh_bin_path, transcripts_dir, write_scenario
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_environment(monkeypatch, tmp_path):
+    """No inherited DSH_*/DEEPSEEK_* knobs; HOME points at an empty temp dir."""
+    for key in list(os.environ):
+        if key.startswith("DSH_") and key not in ("DSH_BIN", "DSH_TRANSCRIPTS"):
+            monkeypatch.delenv(key)
+        elif key.startswith("DEEPSEEK_"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+
+@pytest.fixture(scope="session")
+def dsh_bin() -> Path:
+    path = dsh_bin_path()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(f"dsh binary not found or not executable at {path} (build it, or set DSH_BIN)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def transcripts() -> Path:
+    path = transcripts_dir()
+    if not (path / "plain_text" / "result.json").is_file():
+        pytest.fail(f"official transcripts not found at {path} (set DSH_TRANSCRIPTS)")
+    return path
+
+
+@pytest.fixture
+def base_dir(tmp_path) -> Path:
+    return tmp_path.resolve()
+
+
+@pytest.fixture
+def home(base_dir) -> Path:
+    return base_dir / "home"
+
+
+@pytest.fixture
+def dsh_home(base_dir) -> Path:
+    path = base_dir / "dsh_home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def workspace(base_dir) -> Path:
+    path = base_dir / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def scenario(base_dir):
+    """scenario([reply, ...]) -> absolute path of a scripted-provider scenario file."""
+    directory = base_dir / "scenarios"
+    directory.mkdir()
+
+    def make(replies: list[dict], name: str | None = None) -> str:
+        return write_scenario(directory, replies, name)
+
+    return make
+
+
+@pytest.fixture
+def make_harness(dsh_bin, dsh_home, workspace):
+    """make_harness(model="echo", profile="sdk", **options) -> DeepSeekHarness (closed at teardown)."""
+    harnesses: list[DeepSeekHarness] = []
+
+    def make(model: str = "echo", profile: str = "sdk", **options) -> DeepSeekHarness:
+        options.setdefault("cwd", str(workspace))
+        options.setdefault("dsh_home", str(dsh_home))
+        options.setdefault("request_timeout_seconds", FRAME_TIMEOUT)
+        harness = DeepSeekHarness(dsh_bin=str(dsh_bin), provider="scripted", model=model, profile=profile, **options)
+        harnesses.append(harness)
+        return harness
+
+    yield make
+    for harness in harnesses:
+        harness.close()
+
+
+@pytest.fixture
+def harness(make_harness) -> DeepSeekHarness:
+    """A started echo harness (sdk profile)."""
+    h = make_harness()
+    h.start()
+    return h
+
+
+@pytest.fixture
+def make_client(dsh_bin, dsh_home, workspace):
+    """make_client(**config) -> started HarnessClient (not initialized; closed at teardown)."""
+    clients: list[HarnessClient] = []
+
+    def make(**config) -> HarnessClient:
+        config.setdefault("cwd", str(workspace))
+        config.setdefault("dsh_home", str(dsh_home))
+        config.setdefault("request_timeout_seconds", FRAME_TIMEOUT)
+        client = HarnessClient(HarnessConfig(dsh_bin=str(dsh_bin), **config))
+        clients.append(client)
+        client.start()
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def make_raw(dsh_bin, dsh_home, workspace, home):
+    """make_raw(profile="sdk", **kw) -> RawClient spawned in the workspace (killed at teardown)."""
+    clients: list[RawClient] = []
+
+    def make(profile: str = "sdk", **kw) -> RawClient:
+        kw.setdefault("dsh_home", dsh_home)
+        kw.setdefault("cwd", workspace)
+        kw.setdefault("home", home)
+        client = RawClient(dsh_bin, profile=profile, **kw)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.kill()
+
+
+@pytest.fixture
+def raw(make_raw) -> RawClient:
+    """A raw client, not yet initialized."""
+    return make_raw()
+
+
+@pytest.fixture
+def raw_echo(make_raw, workspace) -> RawClient:
+    """A raw client initialized with provider scripted / model echo."""
+    client = make_raw()
+    client.initialize(workspace)
+    return client

@@ -1,0 +1,402 @@
+"""Shared helpers for the dsh-rs Python interop tests.
+
+Everything here is plain Python: a raw line-level JSON-RPC client that spawns
+the runtime with ``subprocess``, scenario-file writing for the ``scripted``
+provider, and small helpers to pick events out of notification streams.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent.parent
+
+# Upper bounds only: nothing here sleeps to make an assertion.
+FRAME_TIMEOUT = 30.0  # waiting for one expected frame
+RUN_TIMEOUT = 60.0  # one Session.run
+EXIT_TIMEOUT = 5.0  # process exit after shutdown / EOF / signal
+
+SERVER_NAME = "deepseek-harness-sdk-runtime"
+POLICY_EVENT_TYPES = ["permission/preset", "sandbox/mode", "approval/policy"]
+DELIVERY_ACCEPTED = "session-log-deepseek/delivery-accepted"
+
+_MISSING = object()
+
+
+def dsh_bin_path() -> Path:
+    """The binary under test: $DSH_BIN, else <repo>/target/debug/dsh."""
+    env = os.environ.get("DSH_BIN", "").strip()
+    if env:
+        return Path(env).expanduser().resolve()
+    return REPO_ROOT / "target" / "debug" / "dsh"
+
+
+def transcripts_dir() -> Path:
+    """Official reference transcripts ($DSH_TRANSCRIPTS, else ../shared beside the repo)."""
+    env = os.environ.get("DSH_TRANSCRIPTS", "").strip()
+    if env:
+        return Path(env).expanduser().resolve()
+    return REPO_ROOT.parent / "shared" / "reference" / "transcripts"
+
+
+def clean_env(dsh_home: Path | str | None, home: Path | str, **extra: str) -> dict[str, str]:
+    """The parent environment without DSH_*/DEEPSEEK_* knobs, with our DSH_HOME and HOME."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DSH_") and not k.startswith("DEEPSEEK_")
+    }
+    env["HOME"] = str(home)
+    if dsh_home is not None:
+        env["DSH_HOME"] = str(dsh_home)
+    env.update(extra)
+    return env
+
+
+def compact(obj: Any) -> str:
+    """Serialise like the Python SDK does (compact, ASCII with \\u escapes)."""
+    return json.dumps(obj, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------
+# Scenario files for the scripted provider
+# ---------------------------------------------------------------------------
+
+
+def write_scenario(directory: Path, replies: list[dict], name: str | None = None) -> str:
+    """Write a scenario file (JSON, which is also YAML) and return its absolute path."""
+    path = Path(directory) / (name or f"scenario-{uuid.uuid4().hex[:8]}.json")
+    path.write_text(json.dumps({"replies": replies}, indent=2), encoding="utf-8")
+    return str(path.resolve())
+
+
+# ---------------------------------------------------------------------------
+# Frame / event helpers
+# ---------------------------------------------------------------------------
+
+
+def is_response(frame: dict) -> bool:
+    return "id" in frame and "method" not in frame and ("result" in frame or "error" in frame)
+
+
+def is_notification(frame: dict) -> bool:
+    return "method" in frame and "id" not in frame
+
+
+def event_of(frame: dict) -> dict | None:
+    """The event of a ``session.event`` frame, else None."""
+    if frame.get("method") == "session.event":
+        return frame["params"]["event"]
+    return None
+
+
+def session_events(frames: Iterable[dict], session_id: str) -> list[dict]:
+    return [
+        f["params"]["event"]
+        for f in frames
+        if f.get("method") == "session.event" and f["params"].get("sessionId") == session_id
+    ]
+
+
+def types(events: Iterable[dict]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def seqs(events: Iterable[dict]) -> list[int]:
+    return [e["seq"] for e in events]
+
+
+def first(events: Iterable[dict], type_: str) -> dict:
+    for e in events:
+        if e["type"] == type_:
+            return e
+    raise AssertionError(f"no {type_} event in {types(events)}")
+
+
+def all_of(events: Iterable[dict], type_: str) -> list[dict]:
+    return [e for e in events if e["type"] == type_]
+
+
+def text_of(message: dict) -> str:
+    return "".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
+
+
+def notification_events(notifications, session_id: str) -> list[dict]:
+    """Events of one session from SDK ``Notification`` objects."""
+    return [
+        n.payload["event"]
+        for n in notifications
+        if n.method == "session.event" and n.payload.get("sessionId") == session_id
+    ]
+
+
+# ---------------------------------------------------------------------------
+# Raw line-level client
+# ---------------------------------------------------------------------------
+
+
+class RawClient:
+    """Spawns the runtime and talks newline-delimited JSON-RPC at the byte level.
+
+    All stdout lines are kept (``raw_lines``); each is parsed into ``frames``
+    (an unparsable line is recorded as ``{"__unparsable__": line}``, which
+    tests treat as a failure). Waiting helpers take timeouts as upper bounds.
+    """
+
+    def __init__(
+        self,
+        dsh_bin: Path,
+        dsh_home: Path | None,
+        cwd: Path,
+        home: Path,
+        profile: str = "sdk",
+        env: dict[str, str] | None = None,
+        args: list[str] | None = None,
+    ) -> None:
+        argv = [str(dsh_bin)] + (args if args is not None else ["--profile", profile])
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(cwd),
+            env=env if env is not None else clean_env(dsh_home, home),
+        )
+        self.raw_lines: list[bytes] = []
+        self.frames: list[dict] = []
+        self.stderr = b""
+        self.eof = False
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._reader.start()
+        self._err_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._err_reader.start()
+
+    # -- reading ------------------------------------------------------------
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in iter(self.proc.stdout.readline, b""):
+            try:
+                frame = json.loads(line.decode("utf-8"))
+                if not isinstance(frame, dict):
+                    frame = {"__unparsable__": line}
+            except (UnicodeDecodeError, ValueError):
+                frame = {"__unparsable__": line}
+            with self._cond:
+                self.raw_lines.append(line)
+                self.frames.append(frame)
+                self._cond.notify_all()
+        with self._cond:
+            self.eof = True
+            self._cond.notify_all()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        data = self.proc.stderr.read()
+        self.stderr = data or b""
+
+    def wait_for(
+        self,
+        predicate: Callable[[dict], bool],
+        start: int = 0,
+        timeout: float = FRAME_TIMEOUT,
+        what: str = "frame",
+    ) -> tuple[int, dict]:
+        """Wait for the first frame at index >= start matching predicate."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            index = start
+            while True:
+                while index < len(self.frames):
+                    if predicate(self.frames[index]):
+                        return index, self.frames[index]
+                    index += 1
+                if self.eof:
+                    raise AssertionError(f"stdout closed before {what}; frames: {self.summary()}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"timed out after {timeout}s waiting for {what}; frames: {self.summary()}")
+                self._cond.wait(remaining)
+
+    def wait_count(self, count: int, timeout: float = FRAME_TIMEOUT) -> None:
+        """Wait until at least ``count`` frames arrived."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.frames) < count:
+                if self.eof:
+                    raise AssertionError(f"stdout closed with {len(self.frames)} of {count} frames")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"timed out waiting for {count} frames, have {len(self.frames)}")
+                self._cond.wait(remaining)
+
+    def wait_eof(self, timeout: float = EXIT_TIMEOUT) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not self.eof:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"stdout not closed within {timeout}s")
+                self._cond.wait(remaining)
+            return list(self.frames)
+
+    def wait_exit(self, timeout: float = EXIT_TIMEOUT) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"runtime did not exit within {timeout}s") from None
+
+    def response_to(self, request_id: Any, start: int = 0, timeout: float = FRAME_TIMEOUT) -> tuple[int, dict]:
+        return self.wait_for(
+            lambda f: is_response(f) and f.get("id") == request_id and type(f.get("id")) is type(request_id),
+            start=start,
+            timeout=timeout,
+            what=f"response to id {request_id!r}",
+        )
+
+    def status(self, session_id: str, status: str, start: int = 0, timeout: float = FRAME_TIMEOUT) -> int:
+        index, _ = self.wait_for(
+            lambda f: f.get("method") == "session.status"
+            and f["params"].get("sessionId") == session_id
+            and f["params"].get("status") == status,
+            start=start,
+            timeout=timeout,
+            what=f"session.status {status} for {session_id}",
+        )
+        return index
+
+    # -- writing ------------------------------------------------------------
+
+    def send_raw(self, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, obj: Any) -> None:
+        self.send_raw(compact(obj) + "\n")
+
+    def send_request(self, method: str, params: Any = _MISSING, id: Any = None) -> Any:
+        request_id = str(uuid.uuid4()) if id is None else id
+        frame: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not _MISSING:
+            frame["params"] = params
+        self.send(frame)
+        return request_id
+
+    def request(self, method: str, params: Any = _MISSING, id: Any = None, timeout: float = FRAME_TIMEOUT) -> dict:
+        """Send a request and return its response frame (notifications stay in ``frames``)."""
+        start = len(self.frames)
+        request_id = self.send_request(method, params, id)
+        return self.response_to(request_id, start=start, timeout=timeout)[1]
+
+    def result(self, method: str, params: Any = _MISSING, **kw: Any) -> Any:
+        response = self.request(method, params, **kw)
+        assert "error" not in response, f"{method} failed: {response}"
+        return response["result"]
+
+    def error(self, method: str, params: Any = _MISSING, **kw: Any) -> dict:
+        response = self.request(method, params, **kw)
+        assert "error" in response, f"{method} should fail: {response}"
+        assert response["error"]["code"] == -32603, response
+        return response["error"]
+
+    def initialize(self, cwd: Path | str, model: str = "echo", provider: str = "scripted", **extra: Any) -> dict:
+        return self.result("initialize", {"cwd": str(cwd), "provider": provider, "model": model, **extra})
+
+    def prompt(self, session_id: str, text: str) -> str:
+        """Send session/prompt and return the messageId (does not wait for the turn)."""
+        result = self.result(
+            "session/prompt", {"sessionId": session_id, "contentBlocks": [{"type": "text", "text": text}]}
+        )
+        return result["messageId"]
+
+    def close_stdin(self) -> None:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+    def shutdown(self) -> int:
+        """Send shutdown, expect {} and an exit code 0 with stdout closed."""
+        assert self.result("shutdown") == {}
+        self.wait_eof()
+        return self.wait_exit()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.close_stdin()
+
+    # -- diagnostics --------------------------------------------------------
+
+    def summary(self, limit: int = 60) -> str:
+        out = []
+        for f in self.frames[-limit:]:
+            if "__unparsable__" in f:
+                out.append(f"UNPARSABLE {f['__unparsable__'][:200]!r}")
+            elif f.get("method") == "session.event":
+                e = f["params"]["event"]
+                out.append(f"event {f['params'].get('sessionId')} {e.get('type')} seq={e.get('seq')}")
+            elif f.get("method"):
+                out.append(f"{f['method']} {json.dumps(f.get('params'))[:200]}")
+            else:
+                out.append(json.dumps(f)[:300])
+        return "\n  " + "\n  ".join(out)
+
+
+def assert_valid_frames(client: RawClient) -> None:
+    """Every stdout line is one compact JSON-RPC object (raw UTF-8, no CR)."""
+    assert client.raw_lines, "no output at all"
+    for line in client.raw_lines:
+        assert line.endswith(b"\n"), f"unterminated line {line[:200]!r}"
+        body = line[:-1]
+        assert b"\r" not in body and b"\n" not in body, f"raw CR/LF inside a frame: {line[:200]!r}"
+        text = body.decode("utf-8")  # strict UTF-8
+        frame = json.loads(text)
+        assert isinstance(frame, dict), f"not a JSON object: {line[:200]!r}"
+        assert frame.get("jsonrpc") == "2.0", f"missing jsonrpc 2.0: {line[:200]!r}"
+        assert ("method" in frame) != ("id" in frame), f"neither a notification nor a response: {line[:200]!r}"
+
+
+# ---------------------------------------------------------------------------
+# Bounded SDK calls
+# ---------------------------------------------------------------------------
+
+
+def run_bounded(session, prompt, timeout: float = RUN_TIMEOUT):
+    """``Session.run`` with an upper bound: on timeout the runtime is killed and the test fails."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = session.run(prompt)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        proc = session.harness.client._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        thread.join(5)
+        pytest.fail(f"Session.run({prompt!r}) did not return within {timeout}s (no idle for the session?)")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
