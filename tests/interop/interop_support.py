@@ -400,3 +400,16 @@ def run_bounded(session, prompt, timeout: float = RUN_TIMEOUT):
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def collect_until_idle(subscription, session_id: str, timeout: float = RUN_TIMEOUT) -> list:
+    """Drain an SDK notification subscription until the session reports idle (bounded)."""
+    collected: list = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        subscription.drain(collected.append)
+        for n in collected:
+            if n.method == "session.status" and n.payload.get("sessionId") == session_id and n.payload.get("status") == "idle":
+                return collected
+        time.sleep(0.02)  # polling interval only
+    raise AssertionError(f"no idle for {session_id} within {timeout}s; got {[n.method for n in collected]}")

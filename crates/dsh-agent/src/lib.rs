@@ -1,1 +1,22 @@
-//! wip
+//! The agent loop.
+//!
+//! An [`Agent`] owns one session: its [`EventLog`](dsh_session::EventLog),
+//! its two inboxes (`next-turn`: one prompt per turn; `next-step`: context
+//! injected at the next step boundary), the model-visible history and the
+//! working directory. [`Agent::prompt`] enqueues a prompt and, when the agent
+//! is idle, starts a turn before returning, so the receipt, `running`,
+//! `turn/start` and the claim precede the `session/prompt` response. A
+//! background task then runs the turn's steps: model attempt → tool calls →
+//! next step, until the model stops.
+
+mod agent;
+mod profile;
+mod prose;
+mod state;
+mod tools;
+mod turn;
+mod working_directory;
+
+pub use agent::{Agent, AgentConfig};
+pub use profile::{ApprovalPolicy, PermissionMode, Profile, ProfileKind};
+pub use working_directory::WorkingDirectoryError;

@@ -40,7 +40,10 @@ impl Accumulator {
         match chunk {
             StreamChunk::BlockEnd { block, .. } => self.blocks.push(block.clone()),
             StreamChunk::Usage { usage } => self.usage = Some(*usage),
-            StreamChunk::Finish { reason, replay_state } => {
+            StreamChunk::Finish {
+                reason,
+                replay_state,
+            } => {
                 self.finish = Some((reason.clone(), replay_state.clone()));
             }
             _ => {}
@@ -62,10 +65,13 @@ impl Accumulator {
             ));
         };
         match finish {
-            FinishReason::Error { failure } | FinishReason::Aborted { failure } => Settled::Failed(failure),
-            FinishReason::Stop if self.blocks.is_empty() => {
-                Settled::Failed(LlmFailure::new("EMPTY_RESPONSE", format!("{provider} returned an empty response")))
+            FinishReason::Error { failure } | FinishReason::Aborted { failure } => {
+                Settled::Failed(failure)
             }
+            FinishReason::Stop if self.blocks.is_empty() => Settled::Failed(LlmFailure::new(
+                "EMPTY_RESPONSE",
+                format!("{provider} returned an empty response"),
+            )),
             finish => {
                 // A reply cut at the token cap runs no tools: its tool calls
                 // (the last one truncated) are dropped from the kept message.
@@ -74,7 +80,13 @@ impl Accumulator {
                     .iter()
                     .map(|b| !(finish == FinishReason::MaxTokens && is_tool_call(b)))
                     .collect();
-                let content = self.blocks.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(b, _)| b).collect();
+                let content = self
+                    .blocks
+                    .into_iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(b, _)| b)
+                    .collect();
                 Settled::Message {
                     content,
                     usage: self.usage,
@@ -115,16 +127,30 @@ mod tests {
     fn max_tokens_drops_tool_calls_from_content_and_replay_state() {
         let mut acc = Accumulator::new();
         acc.push(&end(0, json!({"type":"text","text":"Calling"})));
-        acc.push(&end(1, json!({"type":"tool-call","id":"c","name":"bash","arguments":"{\"comm"})));
+        acc.push(&end(
+            1,
+            json!({"type":"tool-call","id":"c","name":"bash","arguments":"{\"comm"}),
+        ));
         acc.push(&StreamChunk::Finish {
             reason: FinishReason::MaxTokens,
-            replay_state: Some(json!({"response":{},"blocks":[{"type":"text"},{"type":"tool-call"}]})),
+            replay_state: Some(
+                json!({"response":{},"blocks":[{"type":"text"},{"type":"tool-call"}]}),
+            ),
         });
-        let Settled::Message { content, replay_state, finish, .. } = acc.settle("p") else {
+        let Settled::Message {
+            content,
+            replay_state,
+            finish,
+            ..
+        } = acc.settle("p")
+        else {
             panic!("expected a message");
         };
         assert_eq!(content, vec![json!({"type":"text","text":"Calling"})]);
-        assert_eq!(replay_state, Some(json!({"response":{},"blocks":[{"type":"text"}]})));
+        assert_eq!(
+            replay_state,
+            Some(json!({"response":{},"blocks":[{"type":"text"}]}))
+        );
         assert_eq!(finish, FinishReason::MaxTokens);
     }
 
@@ -133,7 +159,10 @@ mod tests {
         let acc = Accumulator::new();
         assert!(matches!(acc.settle("p"), Settled::Failed(f) if f.code == "STREAM_CLOSED"));
         let mut acc = Accumulator::new();
-        acc.push(&StreamChunk::Finish { reason: FinishReason::Stop, replay_state: None });
+        acc.push(&StreamChunk::Finish {
+            reason: FinishReason::Stop,
+            replay_state: None,
+        });
         assert!(matches!(acc.settle("p"), Settled::Failed(f) if f.code == "EMPTY_RESPONSE"));
     }
 }

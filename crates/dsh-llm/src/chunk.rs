@@ -69,7 +69,11 @@ pub enum FinishReason {
 
 /// One chunk of the internal stream vocabulary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 pub enum StreamChunk {
     /// A block opens at a dense local index.
     BlockStart {
@@ -133,15 +137,26 @@ mod tests {
 
     #[test]
     fn chunks_serialise_like_the_official_stream_records() {
-        let chunk = StreamChunk::BlockStart { index: 0, block_type: BlockType::ToolCall };
-        assert_eq!(serde_json::to_value(&chunk).ok(), Some(json!({"type":"block-start","index":0,"blockType":"tool-call"})));
-        let chunk = StreamChunk::Finish { reason: FinishReason::Stop, replay_state: Some(json!({"blocks": []})) };
+        let chunk = StreamChunk::BlockStart {
+            index: 0,
+            block_type: BlockType::ToolCall,
+        };
+        assert_eq!(
+            serde_json::to_value(&chunk).ok(),
+            Some(json!({"type":"block-start","index":0,"blockType":"tool-call"}))
+        );
+        let chunk = StreamChunk::Finish {
+            reason: FinishReason::Stop,
+            replay_state: Some(json!({"blocks": []})),
+        };
         assert_eq!(
             serde_json::to_string(&chunk).unwrap_or_default(),
             r#"{"type":"finish","reason":{"kind":"stop"},"replayState":{"blocks":[]}}"#
         );
         let chunk = StreamChunk::Finish {
-            reason: FinishReason::Error { failure: LlmFailure::new("SERVER", "boom") },
+            reason: FinishReason::Error {
+                failure: LlmFailure::new("SERVER", "boom"),
+            },
             replay_state: None,
         };
         assert_eq!(
@@ -149,6 +164,9 @@ mod tests {
             r#"{"type":"finish","reason":{"kind":"error","failure":{"message":"boom","code":"SERVER"}}}"#
         );
         let usage = Usage::new(3, 4);
-        assert_eq!(serde_json::to_string(&usage).unwrap_or_default(), r#"{"inputTokens":3,"outputTokens":4,"totalTokens":7}"#);
+        assert_eq!(
+            serde_json::to_string(&usage).unwrap_or_default(),
+            r#"{"inputTokens":3,"outputTokens":4,"totalTokens":7}"#
+        );
     }
 }

@@ -36,7 +36,9 @@ impl DeepSeekOfficial {
             ),
             Some(_) => LlmFailure::new(
                 "NO_ADAPTER",
-                format!("{NAME}: this build has no HTTP model client yet; use provider \"scripted\" for offline runs"),
+                format!(
+                    "{NAME}: this build has no HTTP model client yet; use provider \"scripted\" for offline runs"
+                ),
             ),
         }
     }
@@ -53,7 +55,10 @@ impl Provider for DeepSeekOfficial {
 
     fn start(&self, _request: ModelRequest, out: ChunkSender) {
         let failure = self.failure();
-        let _ = out.send(StreamChunk::Finish { reason: FinishReason::Error { failure }, replay_state: None });
+        let _ = out.send(StreamChunk::Finish {
+            reason: FinishReason::Error { failure },
+            replay_state: None,
+        });
     }
 }
 
@@ -63,8 +68,17 @@ mod tests {
 
     #[test]
     fn credentials_are_checked_before_any_io() {
-        assert_eq!(DeepSeekOfficial::new(None).failure().code, "MISSING_CREDENTIAL");
-        assert_eq!(DeepSeekOfficial::new(Some("  ".into())).failure().code, "MISSING_CREDENTIAL");
-        assert_eq!(DeepSeekOfficial::new(Some("sk-é".into())).failure().code, "INVALID_CREDENTIAL");
+        assert_eq!(
+            DeepSeekOfficial::new(None).failure().code,
+            "MISSING_CREDENTIAL"
+        );
+        assert_eq!(
+            DeepSeekOfficial::new(Some("  ".into())).failure().code,
+            "MISSING_CREDENTIAL"
+        );
+        assert_eq!(
+            DeepSeekOfficial::new(Some("sk-é".into())).failure().code,
+            "INVALID_CREDENTIAL"
+        );
     }
 }

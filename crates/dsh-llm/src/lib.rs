@@ -27,4 +27,4 @@ pub use failure::LlmFailure;
 pub use provider::{ChunkSender, ModelRequest, Provider, ToolSpec};
 pub use record::StreamRecorder;
 pub use registry::{ProviderRegistry, RouteError};
-pub use route::{DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, EFFORTS, Route};
+pub use route::{DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, EFFORTS, ModelInfo, Route};

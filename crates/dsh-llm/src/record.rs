@@ -36,7 +36,13 @@ struct Deltas {
 
 impl Deltas {
     fn new(time: u64, index: u32, text: String) -> Self {
-        Self { time0: time, index, dt: Vec::new(), texts: vec![text], last: time }
+        Self {
+            time0: time,
+            index,
+            dt: Vec::new(),
+            texts: vec![text],
+            last: time,
+        }
     }
 
     fn push(&mut self, time: u64, text: String) {
@@ -70,18 +76,34 @@ impl StreamRecorder {
         match chunk {
             StreamChunk::TextDelta { index, text } => match self.records.last_mut() {
                 Some(Record::TextChunks(d)) if d.index == *index => d.push(time, text.clone()),
-                _ => self.records.push(Record::TextChunks(Deltas::new(time, *index, text.clone()))),
+                _ => self
+                    .records
+                    .push(Record::TextChunks(Deltas::new(time, *index, text.clone()))),
             },
             StreamChunk::ReasoningDelta { index, text } => match self.records.last_mut() {
                 Some(Record::ReasoningChunks(d)) if d.index == *index => d.push(time, text.clone()),
-                _ => self
-                    .records
-                    .push(Record::ReasoningChunks(Deltas::new(time, *index, text.clone()))),
+                _ => self.records.push(Record::ReasoningChunks(Deltas::new(
+                    time,
+                    *index,
+                    text.clone(),
+                ))),
             },
-            StreamChunk::ToolCallDelta { index, id, name, arguments_delta } => {
+            StreamChunk::ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments_delta,
+            } => {
                 if name.is_none()
-                    && let Some(Record::ToolCallChunks { index: i, id: last_id, name: None, dt, args, last, .. }) =
-                        self.records.last_mut()
+                    && let Some(Record::ToolCallChunks {
+                        index: i,
+                        id: last_id,
+                        name: None,
+                        dt,
+                        args,
+                        last,
+                        ..
+                    }) = self.records.last_mut()
                     && i == index
                     && last_id == id
                 {
@@ -100,7 +122,10 @@ impl StreamRecorder {
                     last: time,
                 });
             }
-            other => self.records.push(Record::Chunk { time, chunk: other.clone() }),
+            other => self.records.push(Record::Chunk {
+                time,
+                chunk: other.clone(),
+            }),
         }
     }
 
@@ -119,12 +144,48 @@ mod tests {
     #[test]
     fn compresses_like_the_official_stream_array() {
         let mut r = StreamRecorder::new();
-        r.push(10, &StreamChunk::BlockStart { index: 0, block_type: BlockType::Text });
-        r.push(10, &StreamChunk::TextDelta { index: 0, text: "Hel".into() });
-        r.push(11, &StreamChunk::TextDelta { index: 0, text: "lo".into() });
-        r.push(11, &StreamChunk::TextDelta { index: 0, text: "!".into() });
-        r.push(12, &StreamChunk::BlockEnd { index: 0, block: json!({"type":"text","text":"Hello!"}) });
-        r.push(12, &StreamChunk::BlockStart { index: 1, block_type: BlockType::ToolCall });
+        r.push(
+            10,
+            &StreamChunk::BlockStart {
+                index: 0,
+                block_type: BlockType::Text,
+            },
+        );
+        r.push(
+            10,
+            &StreamChunk::TextDelta {
+                index: 0,
+                text: "Hel".into(),
+            },
+        );
+        r.push(
+            11,
+            &StreamChunk::TextDelta {
+                index: 0,
+                text: "lo".into(),
+            },
+        );
+        r.push(
+            11,
+            &StreamChunk::TextDelta {
+                index: 0,
+                text: "!".into(),
+            },
+        );
+        r.push(
+            12,
+            &StreamChunk::BlockEnd {
+                index: 0,
+                block: json!({"type":"text","text":"Hello!"}),
+            },
+        );
+        r.push(
+            12,
+            &StreamChunk::BlockStart {
+                index: 1,
+                block_type: BlockType::ToolCall,
+            },
+        );
         let delta = |name: Option<&str>, args: &str| StreamChunk::ToolCallDelta {
             index: 1,
             id: "c1".into(),
@@ -134,7 +195,13 @@ mod tests {
         r.push(12, &delta(Some("bash"), ""));
         r.push(12, &delta(None, "{\"a\""));
         r.push(13, &delta(None, ":1}"));
-        r.push(13, &StreamChunk::Finish { reason: FinishReason::ToolCalls, replay_state: None });
+        r.push(
+            13,
+            &StreamChunk::Finish {
+                reason: FinishReason::ToolCalls,
+                replay_state: None,
+            },
+        );
         assert_eq!(
             r.to_value(),
             json!([

@@ -10,7 +10,9 @@ pub enum RouteError {
     #[error("no adapter registered for provider \"{0}\"")]
     NoAdapter(String),
     /// The provider does not accept this effort.
-    #[error("provider \"{provider}\" model \"{model}\" does not support reasoning effort \"{effort}\"")]
+    #[error(
+        "provider \"{provider}\" model \"{model}\" does not support reasoning effort \"{effort}\""
+    )]
     UnsupportedEffort {
         /// Provider name.
         provider: String,
@@ -62,21 +64,47 @@ mod tests {
     use super::*;
 
     fn route(provider: &str, model: &str, effort: Option<&str>) -> Route {
-        Route { provider: provider.into(), model: model.into(), reasoning_effort: effort.map(Into::into), max_tokens: None }
+        Route {
+            provider: provider.into(),
+            model: model.into(),
+            reasoning_effort: effort.map(Into::into),
+            max_tokens: None,
+        }
     }
 
     #[test]
     fn errors_carry_the_official_messages() {
         let reg = ProviderRegistry::new(None);
-        let err = reg.mount(&route("not-a-provider", "m", None)).err().map(|e| e.to_string());
-        assert_eq!(err.as_deref(), Some("no adapter registered for provider \"not-a-provider\""));
-        let err = reg.mount(&route("deepseek-official", "deepseek-v4-flash", Some("ultra"))).err().map(|e| e.to_string());
+        let err = reg
+            .mount(&route("not-a-provider", "m", None))
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("provider \"deepseek-official\" model \"deepseek-v4-flash\" does not support reasoning effort \"ultra\"")
+            Some("no adapter registered for provider \"not-a-provider\"")
         );
-        assert!(reg.mount(&route("deepseek-official", "no-such-model", Some("max"))).is_ok());
+        let err = reg
+            .mount(&route(
+                "deepseek-official",
+                "deepseek-v4-flash",
+                Some("ultra"),
+            ))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "provider \"deepseek-official\" model \"deepseek-v4-flash\" does not support reasoning effort \"ultra\""
+            )
+        );
+        assert!(
+            reg.mount(&route("deepseek-official", "no-such-model", Some("max")))
+                .is_ok()
+        );
         assert!(reg.mount(&route("scripted", "echo", Some("off"))).is_ok());
-        assert!(reg.mount(&route("scripted", "relative/path.yaml", None)).is_err());
+        assert!(
+            reg.mount(&route("scripted", "relative/path.yaml", None))
+                .is_err()
+        );
     }
 }

@@ -59,7 +59,10 @@ impl Route {
         if self.max_tokens.is_none() {
             defaults.insert("maxTokens".into(), json!(true));
         }
-        (Value::Object(config), (!defaults.is_empty()).then_some(Value::Object(defaults)))
+        (
+            Value::Object(config),
+            (!defaults.is_empty()).then_some(Value::Object(defaults)),
+        )
     }
 }
 
@@ -83,13 +86,50 @@ mod tests {
     #[test]
     fn header_config_follows_the_official_key_order() {
         let (c, d) = route(None, None).header_config();
-        assert_eq!(text(&c), r#"{"provider":"deepseek-official","model":"m","maxTokens":256000,"reasoningEffort":"high"}"#);
-        assert_eq!(d.map(|d| text(&d)).as_deref(), Some(r#"{"reasoningEffort":true,"maxTokens":true}"#));
+        assert_eq!(
+            text(&c),
+            r#"{"provider":"deepseek-official","model":"m","maxTokens":256000,"reasoningEffort":"high"}"#
+        );
+        assert_eq!(
+            d.map(|d| text(&d)).as_deref(),
+            Some(r#"{"reasoningEffort":true,"maxTokens":true}"#)
+        );
         let (c, d) = route(None, Some(64)).header_config();
-        assert_eq!(text(&c), r#"{"provider":"deepseek-official","model":"m","maxTokens":64,"reasoningEffort":"high"}"#);
-        assert_eq!(d.map(|d| text(&d)).as_deref(), Some(r#"{"reasoningEffort":true}"#));
+        assert_eq!(
+            text(&c),
+            r#"{"provider":"deepseek-official","model":"m","maxTokens":64,"reasoningEffort":"high"}"#
+        );
+        assert_eq!(
+            d.map(|d| text(&d)).as_deref(),
+            Some(r#"{"reasoningEffort":true}"#)
+        );
         let (c, d) = route(Some("off"), Some(1000)).header_config();
-        assert_eq!(text(&c), r#"{"provider":"deepseek-official","model":"m","reasoningEffort":"off","maxTokens":1000}"#);
+        assert_eq!(
+            text(&c),
+            r#"{"provider":"deepseek-official","model":"m","reasoningEffort":"off","maxTokens":1000}"#
+        );
         assert_eq!(d, None);
+    }
+}
+
+/// What the runtime knows about a model: reported in `request/context`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// Context window in tokens.
+    pub context_window: u64,
+    /// `Some("in-history")` when later system prompt changes are sent as
+    /// history entries.
+    pub system_prompt_update: Option<&'static str>,
+}
+
+impl Route {
+    /// Catalog facts for this route's model; unknown models get the
+    /// default window.
+    pub fn model_info(&self) -> ModelInfo {
+        let in_history = self.provider == "deepseek-official" && self.model == "deepseek-flash";
+        ModelInfo {
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            system_prompt_update: in_history.then_some("in-history"),
+        }
     }
 }

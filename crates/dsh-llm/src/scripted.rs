@@ -214,9 +214,14 @@ pub struct ScriptedUsage {
 impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ScenarioError::Read { path: path.to_owned(), source })?;
-        let invalid = |message: String| ScenarioError::Invalid { path: path.to_owned(), message };
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let invalid = |message: String| ScenarioError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
         let scenario: Self = serde_yaml_ng::from_str(&text).map_err(|e| invalid(e.to_string()))?;
         for (i, reply) in scenario.replies.iter().enumerate() {
             let shorthand = reply.text.is_some() || reply.reasoning.is_some();
@@ -263,7 +268,11 @@ impl ScriptedProvider {
         } else {
             return Err(ScenarioError::NotAModel(model.to_owned()));
         };
-        Ok(Self { model: model.to_owned(), mode, next_reply: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            model: model.to_owned(),
+            mode,
+            next_reply: Mutex::new(HashMap::new()),
+        })
     }
 
     fn next_reply(&self, request: &ModelRequest) -> Result<Reply, LlmFailure> {
@@ -287,7 +296,10 @@ impl ScriptedProvider {
                 reply.ok_or_else(|| {
                     LlmFailure::new(
                         "SCRIPT_EXHAUSTED",
-                        format!("scripted scenario {} has no reply {} for session {}", self.model, *index, request.session_id),
+                        format!(
+                            "scripted scenario {} has no reply {} for session {}",
+                            self.model, *index, request.session_id
+                        ),
                     )
                 })
             }
@@ -322,7 +334,10 @@ impl Provider for ScriptedProvider {
 }
 
 fn finish_error(out: &ChunkSender, failure: LlmFailure) {
-    let _ = out.send(StreamChunk::Finish { reason: FinishReason::Error { failure }, replay_state: None });
+    let _ = out.send(StreamChunk::Finish {
+        reason: FinishReason::Error { failure },
+        replay_state: None,
+    });
 }
 
 fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
@@ -356,8 +371,11 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
                 let deltas = text.deltas();
                 let whole: String = deltas.concat();
                 output_chars += whole.chars().count();
-                let (block_type, name) =
-                    if reasoning { (BlockType::Reasoning, "reasoning") } else { (BlockType::Text, "text") };
+                let (block_type, name) = if reasoning {
+                    (BlockType::Reasoning, "reasoning")
+                } else {
+                    (BlockType::Text, "text")
+                };
                 let _ = out.send(StreamChunk::BlockStart { index, block_type });
                 for text in deltas {
                     let chunk = if reasoning {
@@ -378,7 +396,10 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
                     Some(value) => value.to_string(),
                 };
                 output_chars += arguments.chars().count();
-                let _ = out.send(StreamChunk::BlockStart { index, block_type: BlockType::ToolCall });
+                let _ = out.send(StreamChunk::BlockStart {
+                    index,
+                    block_type: BlockType::ToolCall,
+                });
                 let _ = out.send(StreamChunk::ToolCallDelta {
                     index,
                     id: id.clone(),
@@ -391,10 +412,16 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
                     name: None,
                     arguments_delta: arguments.clone(),
                 });
-                ("tool-call", json!({"type": "tool-call", "id": id, "name": call.name, "arguments": arguments}))
+                (
+                    "tool-call",
+                    json!({"type": "tool-call", "id": id, "name": call.name, "arguments": arguments}),
+                )
             }
         };
-        let _ = out.send(StreamChunk::BlockEnd { index, block: complete });
+        let _ = out.send(StreamChunk::BlockEnd {
+            index,
+            block: complete,
+        });
         replay_blocks.push(json!({"type": block_type}));
     }
     let usage = match reply.usage {
@@ -409,8 +436,12 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
         None if has_tool_call => FinishReason::ToolCalls,
         None => FinishReason::Stop,
     };
-    let replay_state = json!({"response": {"kind": NAME, "version": 1, "model": model}, "blocks": replay_blocks});
-    let _ = out.send(StreamChunk::Finish { reason, replay_state: Some(replay_state) });
+    let replay_state =
+        json!({"response": {"kind": NAME, "version": 1, "model": model}, "blocks": replay_blocks});
+    let _ = out.send(StreamChunk::Finish {
+        reason,
+        replay_state: Some(replay_state),
+    });
 }
 
 fn quarter(chars: usize) -> u64 {
@@ -420,7 +451,9 @@ fn quarter(chars: usize) -> u64 {
 fn estimate_input(request: &ModelRequest) -> u64 {
     let mut chars = request.system.chars().count();
     for message in &request.messages {
-        chars += serde_json::to_string(message).map(|s| s.chars().count()).unwrap_or(0);
+        chars += serde_json::to_string(message)
+            .map(|s| s.chars().count())
+            .unwrap_or(0);
     }
     quarter(chars)
 }
@@ -431,7 +464,9 @@ fn latest_prompt_text(messages: &[Message]) -> String {
         .iter()
         .rev()
         .find_map(|m| match m {
-            Message::User(u) if u.source_kind() == Some("user") => Some(text_of(&u.content).collect::<Vec<_>>().join("\n")),
+            Message::User(u) if u.source_kind() == Some("user") => {
+                Some(text_of(&u.content).collect::<Vec<_>>().join("\n"))
+            }
             _ => None,
         })
         .unwrap_or_default()
@@ -447,7 +482,10 @@ fn check_content(messages: &[Message]) -> Result<(), LlmFailure> {
             _ => continue,
         };
         for block in content {
-            let kind = block.get("type").and_then(Value::as_str).unwrap_or("<none>");
+            let kind = block
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("<none>");
             if kind != "text" && kind != "image" {
                 return Err(LlmFailure::new(
                     "UNSUPPORTED_CONTENT",
@@ -458,7 +496,6 @@ fn check_content(messages: &[Message]) -> Result<(), LlmFailure> {
     }
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -471,9 +508,17 @@ mod tests {
     fn request(session: &str, prompt: &str) -> ModelRequest {
         ModelRequest {
             session_id: session.into(),
-            route: Route { provider: NAME.into(), model: ECHO.into(), reasoning_effort: None, max_tokens: None },
+            route: Route {
+                provider: NAME.into(),
+                model: ECHO.into(),
+                reasoning_effort: None,
+                max_tokens: None,
+            },
             system: "sys".into(),
-            messages: vec![Message::User(UserMessage::new(vec![text_block(prompt)], json!({"kind": "user"})))],
+            messages: vec![Message::User(UserMessage::new(
+                vec![text_block(prompt)],
+                json!({"kind": "user"}),
+            ))],
             tools: Arc::new(Vec::new()),
         }
     }
@@ -491,7 +536,8 @@ mod tests {
     fn scenario_file(text: &str) -> (PathBuf, ScriptedProvider) {
         let path = std::env::temp_dir().join(format!("dsh-scenario-{}.yaml", uuid_like()));
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
-        let provider = ScriptedProvider::for_model(&path.to_string_lossy()).unwrap_or_else(|e| panic!("{e}"));
+        let provider =
+            ScriptedProvider::for_model(&path.to_string_lossy()).unwrap_or_else(|e| panic!("{e}"));
         (path, provider)
     }
 
@@ -502,7 +548,10 @@ mod tests {
     #[tokio::test]
     async fn echo_answers_with_the_prompt() {
         let provider = ScriptedProvider::for_model(ECHO).unwrap_or_else(|e| panic!("{e}"));
-        let Settled::Message { content, finish, .. } = settle(&provider, request("s", "héllo")).await else {
+        let Settled::Message {
+            content, finish, ..
+        } = settle(&provider, request("s", "héllo")).await
+        else {
             panic!("expected a message");
         };
         assert_eq!(content, vec![json!({"type": "text", "text": "héllo"})]);
@@ -514,29 +563,65 @@ mod tests {
         let (path, provider) = scenario_file(
             "replies:\n  - reasoning: think\n    text: [a, b]\n  - blocks:\n      - tool_call: {name: bash, arguments: {command: ls}}\n  - error: {code: SERVER, message: boom, status: 500}\n",
         );
-        let Settled::Message { content, .. } = settle(&provider, request("s", "x")).await else { panic!() };
-        assert_eq!(content, vec![json!({"type":"reasoning","text":"think"}), json!({"type":"text","text":"ab"})]);
-        let Settled::Message { content, finish, .. } = settle(&provider, request("s", "x")).await else { panic!() };
+        let Settled::Message { content, .. } = settle(&provider, request("s", "x")).await else {
+            panic!()
+        };
+        assert_eq!(
+            content,
+            vec![
+                json!({"type":"reasoning","text":"think"}),
+                json!({"type":"text","text":"ab"})
+            ]
+        );
+        let Settled::Message {
+            content, finish, ..
+        } = settle(&provider, request("s", "x")).await
+        else {
+            panic!()
+        };
         assert_eq!(finish, FinishReason::ToolCalls);
         assert_eq!(content[0]["arguments"], json!("{\"command\":\"ls\"}"));
-        let Settled::Failed(f) = settle(&provider, request("s", "x")).await else { panic!() };
+        let Settled::Failed(f) = settle(&provider, request("s", "x")).await else {
+            panic!()
+        };
         assert_eq!((f.code.as_str(), f.status), ("SERVER", Some(500)));
-        let Settled::Failed(f) = settle(&provider, request("s", "x")).await else { panic!() };
+        let Settled::Failed(f) = settle(&provider, request("s", "x")).await else {
+            panic!()
+        };
         assert_eq!(f.code, "SCRIPT_EXHAUSTED");
         // Another session starts from the first reply.
-        assert!(matches!(settle(&provider, request("t", "x")).await, Settled::Message { .. }));
+        assert!(matches!(
+            settle(&provider, request("t", "x")).await,
+            Settled::Message { .. }
+        ));
         let _ = std::fs::remove_file(path);
     }
 
     #[test]
     fn invalid_models_and_scenarios_are_refused_with_clear_errors() {
-        let err = ScriptedProvider::for_model("nope").err().map(|e| e.to_string()).unwrap_or_default();
+        let err = ScriptedProvider::for_model("nope")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(err.contains("\"echo\" or the absolute path"), "{err}");
-        let err = ScriptedProvider::for_model("/definitely/missing.yaml").err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err.starts_with("scripted scenario /definitely/missing.yaml:"), "{err}");
+        let err = ScriptedProvider::for_model("/definitely/missing.yaml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("scripted scenario /definitely/missing.yaml:"),
+            "{err}"
+        );
         let path = std::env::temp_dir().join(format!("dsh-bad-{}.yaml", uuid_like()));
-        std::fs::write(&path, "replies:\n  - text: a\n    error: {code: X, message: y}\n").unwrap_or_else(|e| panic!("{e}"));
-        let err = ScriptedProvider::for_model(&path.to_string_lossy()).err().map(|e| e.to_string()).unwrap_or_default();
+        std::fs::write(
+            &path,
+            "replies:\n  - text: a\n    error: {code: X, message: y}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let err = ScriptedProvider::for_model(&path.to_string_lossy())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(err.contains("exactly one of"), "{err}");
         let _ = std::fs::remove_file(path);
     }
@@ -545,9 +630,17 @@ mod tests {
     async fn unknown_user_content_is_unsupported() {
         let provider = ScriptedProvider::for_model(ECHO).unwrap_or_else(|e| panic!("{e}"));
         let mut req = request("s", "x");
-        req.messages = vec![Message::User(UserMessage::new(vec![json!({"type":"weird","x":1})], json!({"kind":"user"})))];
-        let Settled::Failed(f) = settle(&provider, req).await else { panic!() };
+        req.messages = vec![Message::User(UserMessage::new(
+            vec![json!({"type":"weird","x":1})],
+            json!({"kind":"user"}),
+        ))];
+        let Settled::Failed(f) = settle(&provider, req).await else {
+            panic!()
+        };
         assert_eq!(f.code, "UNSUPPORTED_CONTENT");
-        assert_eq!(f.message, "scripted provider cannot represent user content weird");
+        assert_eq!(
+            f.message,
+            "scripted provider cannot represent user content weird"
+        );
     }
 }

@@ -83,7 +83,10 @@ mod tests {
 
     #[test]
     fn ids_keep_their_json_type() {
-        assert_eq!(request(r#"{"id":7,"method":"m"}"#).id, RequestId::Num(7.into()));
+        assert_eq!(
+            request(r#"{"id":7,"method":"m"}"#).id,
+            RequestId::Num(7.into())
+        );
         assert_eq!(
             request(r#"{"id":"7","method":"m"}"#).id,
             RequestId::Str("7".into())
@@ -92,18 +95,33 @@ mod tests {
 
     #[test]
     fn params_that_are_not_objects_become_empty() {
-        for params in ["", r#","params":null"#, r#","params":[1,2]"#, r#","params":3"#, r#","params":"x""#] {
+        for params in [
+            "",
+            r#","params":null"#,
+            r#","params":[1,2]"#,
+            r#","params":3"#,
+            r#","params":"x""#,
+        ] {
             let r = request(&format!(r#"{{"id":1,"method":"m"{params}}}"#));
             assert!(r.params.is_empty(), "params {params:?}");
         }
         let r = request(r#"{"id":1,"method":"m","params":{"b":1,"a":2}}"#);
-        assert_eq!(serde_json::to_string(&r.params).unwrap_or_default(), r#"{"b":1,"a":2}"#);
+        assert_eq!(
+            serde_json::to_string(&r.params).unwrap_or_default(),
+            r#"{"b":1,"a":2}"#
+        );
     }
 
     #[test]
     fn classification_follows_the_official_rules() {
-        assert_eq!(classify(b"this is not json"), Incoming::Ignored(Ignored::NotJson));
-        assert_eq!(classify(b"[1,2,3]"), Incoming::Ignored(Ignored::NotAnObject));
+        assert_eq!(
+            classify(b"this is not json"),
+            Incoming::Ignored(Ignored::NotJson)
+        );
+        assert_eq!(
+            classify(b"[1,2,3]"),
+            Incoming::Ignored(Ignored::NotAnObject)
+        );
         assert_eq!(classify(b"null"), Incoming::Ignored(Ignored::NotAnObject));
         assert_eq!(
             classify(br#"{"jsonrpc":"2.0","foo":1}"#),

@@ -55,7 +55,11 @@ impl Outgoing {
 
     /// `{"jsonrpc":"2.0","id":…,"result":…}`.
     pub fn response<T: Serialize>(id: &RequestId, result: &T) -> Result<Self, serde_json::Error> {
-        let frame = ResponseFrame { jsonrpc: "2.0", id, result };
+        let frame = ResponseFrame {
+            jsonrpc: "2.0",
+            id,
+            result,
+        };
         serde_json::to_vec(&frame).map(Self::finish)
     }
 
@@ -64,7 +68,10 @@ impl Outgoing {
         let frame = ErrorFrame {
             jsonrpc: "2.0",
             id,
-            error: ErrorObject { code: INTERNAL_ERROR, message },
+            error: ErrorObject {
+                code: INTERNAL_ERROR,
+                message,
+            },
         };
         // A struct of strings and an id always serialises.
         Self::finish(serde_json::to_vec(&frame).unwrap_or_default())
@@ -72,7 +79,11 @@ impl Outgoing {
 
     /// `{"jsonrpc":"2.0","method":…,"params":…}`.
     pub fn notification<T: Serialize>(method: &str, params: &T) -> Result<Self, serde_json::Error> {
-        let frame = NotificationFrame { jsonrpc: "2.0", method, params };
+        let frame = NotificationFrame {
+            jsonrpc: "2.0",
+            method,
+            params,
+        };
         serde_json::to_vec(&frame).map(Self::finish)
     }
 
@@ -104,7 +115,10 @@ mod tests {
     fn frames_have_the_official_key_order_and_one_newline() {
         let id = RequestId::Num(7.into());
         let ok = Outgoing::response(&id, &json!({"b":1,"a":2})).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(text(&ok), "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"b\":1,\"a\":2}}\n");
+        assert_eq!(
+            text(&ok),
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"b\":1,\"a\":2}}\n"
+        );
         let err = Outgoing::error(&RequestId::Str("x".into()), "boom \"q\"\nline");
         assert_eq!(
             text(&err),
@@ -114,8 +128,10 @@ mod tests {
 
     #[test]
     fn session_event_embeds_the_raw_event_bytes() {
-        let raw = RawValue::from_string(r#"{"type":"turn/start","seq":4,"time":1,"data":{"turn":1}}"#.into())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let raw = RawValue::from_string(
+            r#"{"type":"turn/start","seq":4,"time":1,"data":{"turn":1}}"#.into(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let frame = Outgoing::session_event("s é", &raw);
         assert_eq!(
             text(&frame),

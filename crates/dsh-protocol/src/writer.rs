@@ -20,7 +20,9 @@ pub struct FrameWriter {
 
 impl FrameWriter {
     /// Starts the writer thread over `out` (normally the protocol's stdout).
-    pub fn spawn<W: Write + Send + 'static>(out: W) -> std::io::Result<(Self, thread::JoinHandle<()>)> {
+    pub fn spawn<W: Write + Send + 'static>(
+        out: W,
+    ) -> std::io::Result<(Self, thread::JoinHandle<()>)> {
         let (tx, rx) = mpsc::channel();
         let handle = thread::Builder::new()
             .name("dsh-frame-writer".into())
@@ -74,7 +76,10 @@ mod tests {
 
     impl Write for Shared {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().map_err(|_| std::io::ErrorKind::Other)?.extend_from_slice(buf);
+            self.0
+                .lock()
+                .map_err(|_| std::io::ErrorKind::Other)?
+                .extend_from_slice(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -91,7 +96,10 @@ mod tests {
                 let writer = writer.clone();
                 thread::spawn(move || {
                     for i in 0..200 {
-                        writer.send(Outgoing::error(&RequestId::Num(i.into()), &format!("t{t}-{}", "x".repeat(i as usize))));
+                        writer.send(Outgoing::error(
+                            &RequestId::Num(i.into()),
+                            &format!("t{t}-{}", "x".repeat(i as usize)),
+                        ));
                     }
                 })
             })
@@ -107,7 +115,8 @@ mod tests {
         let mut last = [-1i64; 4];
         let mut count = 0;
         for line in text.lines() {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
             let message = v["error"]["message"].as_str().unwrap_or_default();
             let t: usize = message[1..2].parse().unwrap_or(9);
             let id = v["id"].as_i64().unwrap_or(-1);

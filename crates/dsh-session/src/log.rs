@@ -44,12 +44,20 @@ pub struct EventDraft<'a, D: Serialize> {
 impl<'a, D: Serialize> EventDraft<'a, D> {
     /// A plain event.
     pub fn new(kind: &'a str, data: &'a D) -> Self {
-        Self { kind, data, source_event_seqs: None, surface_append: false }
+        Self {
+            kind,
+            data,
+            source_event_seqs: None,
+            surface_append: false,
+        }
     }
 
     /// A model-visible message event (`surfaceOp: "append"`).
     pub fn surfaced(kind: &'a str, data: &'a D) -> Self {
-        Self { surface_append: true, ..Self::new(kind, data) }
+        Self {
+            surface_append: true,
+            ..Self::new(kind, data)
+        }
     }
 }
 
@@ -80,7 +88,12 @@ pub struct EventLog {
 impl EventLog {
     /// An empty log whose events are published to `observer`.
     pub fn new(session_id: impl Into<String>, observer: Option<Arc<dyn EventObserver>>) -> Self {
-        Self { session_id: session_id.into(), next_seq: 0, last_time: 0, observer }
+        Self {
+            session_id: session_id.into(),
+            next_seq: 0,
+            last_time: 0,
+            observer,
+        }
     }
 
     /// The session this log belongs to.
@@ -94,7 +107,10 @@ impl EventLog {
     }
 
     /// Appends one event and returns its seq.
-    pub fn append<D: Serialize>(&mut self, draft: EventDraft<'_, D>) -> Result<u64, serde_json::Error> {
+    pub fn append<D: Serialize>(
+        &mut self,
+        draft: EventDraft<'_, D>,
+    ) -> Result<u64, serde_json::Error> {
         let seq = self.next_seq;
         let time = now_ms().max(self.last_time);
         let envelope = Envelope {
@@ -148,16 +164,27 @@ mod tests {
     fn seqs_are_contiguous_and_envelopes_ordered() {
         let record = Arc::new(Record::default());
         let mut log = EventLog::new("s", Some(record.clone() as Arc<dyn EventObserver>));
-        assert_eq!(log.append(EventDraft::new("turn/start", &json!({"turn": 1}))).ok(), Some(0));
+        assert_eq!(
+            log.append(EventDraft::new("turn/start", &json!({"turn": 1})))
+                .ok(),
+            Some(0)
+        );
         log.status(SessionStatus::Running);
         let seqs = [0u64];
         let data = json!({});
-        let draft = EventDraft { source_event_seqs: Some(&seqs), ..EventDraft::surfaced("tool/result", &data) };
+        let draft = EventDraft {
+            source_event_seqs: Some(&seqs),
+            ..EventDraft::surfaced("tool/result", &data)
+        };
         assert_eq!(log.append(draft).ok(), Some(1));
         let got = record.0.lock().map(|v| v.clone()).unwrap_or_default();
         assert_eq!(got.len(), 3);
         assert!(got[0].starts_with(r#"s {"type":"turn/start","seq":0,"time":"#));
         assert_eq!(got[1], "s Running");
-        assert!(got[2].ends_with(r#","data":{},"sourceEventSeqs":[0],"surfaceOp":"append"}"#), "{}", got[2]);
+        assert!(
+            got[2].ends_with(r#","data":{},"sourceEventSeqs":[0],"surfaceOp":"append"}"#),
+            "{}",
+            got[2]
+        );
     }
 }

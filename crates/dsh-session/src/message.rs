@@ -53,7 +53,12 @@ pub struct UserMessage {
 impl UserMessage {
     /// A message with a fresh id.
     pub fn new(content: Vec<Value>, source: Value) -> Self {
-        Self { content, source, role: UserRole::Value, id: new_message_id() }
+        Self {
+            content,
+            source,
+            role: UserRole::Value,
+            id: new_message_id(),
+        }
     }
 
     /// `source.kind`, if any.

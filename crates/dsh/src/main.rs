@@ -1,1 +1,108 @@
-fn main() {}
+//! `dsh`: the DeepSeek Harness SDK runtime as one native binary.
+
+mod cli;
+mod launch;
+mod stdio;
+
+use dsh_protocol::FrameWriter;
+use dsh_server::{Server, serve};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = match cli::Cli::parse_args(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 1 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    let launch = match launch::Launch::prepare(&cli) {
+        Ok(launch::Prepared::Run(launch)) => launch,
+        Ok(launch::Prepared::Done) => return ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{err}");
+            return ExitCode::from(err.exit_code());
+        }
+    };
+    // From here on fd 1 is stderr: only the frame writer holds the protocol
+    // channel, and no library print or child process can reach it.
+    let protocol_out = match stdio::take_protocol_stdout() {
+        Ok(file) => file,
+        Err(err) => {
+            eprintln!("dsh: cannot set up the protocol channel: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let (writer, writer_thread) = match FrameWriter::spawn(protocol_out) {
+        Ok(pair) => pair,
+        Err(err) => {
+            eprintln!("dsh: cannot start the protocol writer: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("dsh: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(run(Server::new(launch.server_config(), writer.clone())));
+    writer.flush();
+    drop(writer);
+    drop(writer_thread);
+    // The stdin reader may still sit in a blocking read; exit without
+    // waiting for it.
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}
+
+/// Serves until `shutdown`, end of input or a signal; returns the exit code.
+async fn run(server: Server) -> u8 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return 1;
+    };
+    tokio::select! {
+        exit = serve(&server, tokio::io::stdin()) => match exit {
+            Ok(exit) => {
+                tracing::debug!("stopping: {exit:?}");
+                0
+            }
+            Err(err) => {
+                tracing::error!("reading the protocol input failed: {err}");
+                server.shutdown();
+                1
+            }
+        },
+        _ = term.recv() => {
+            server.shutdown();
+            0
+        }
+        _ = int.recv() => {
+            server.shutdown();
+            130
+        }
+    }
+}
+
+/// Diagnostics go to stderr, filtered by `DSH_LOG` (default: warnings).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DSH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .init();
+}

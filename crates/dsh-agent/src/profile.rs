@@ -1,0 +1,130 @@
+use crate::prose;
+use std::fmt;
+use std::str::FromStr;
+
+/// File-system permission mode (`DSH_PERMISSION_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionMode {
+    /// No writes.
+    ReadOnly,
+    /// Writes inside the workspace (the session's `cwd`) only.
+    WorkspaceWrite,
+    /// No file-system restriction.
+    DangerFullAccess,
+}
+
+impl PermissionMode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::DangerFullAccess => "danger-full-access",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PermissionMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read-only" => Ok(Self::ReadOnly),
+            "workspace-write" => Ok(Self::WorkspaceWrite),
+            "danger-full-access" => Ok(Self::DangerFullAccess),
+            other => Err(format!(
+                "permission mode must be read-only, workspace-write or danger-full-access, got \"{other}\""
+            )),
+        }
+    }
+}
+
+/// Approval policy for requests that need a human decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalPolicy {
+    /// Ask (fails closed while no client answers approvals).
+    Ask,
+    /// Never ask.
+    Never,
+}
+
+impl ApprovalPolicy {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Never => "never",
+        }
+    }
+}
+
+/// Which built-in profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileKind {
+    /// `sdk`: policy events, full runtime context, rich system prompt.
+    Sdk,
+    /// `sdk-minimal`: no policy events, working directory context only.
+    SdkMinimal,
+}
+
+/// The behaviour a profile gives every agent of the process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// Which profile.
+    pub kind: ProfileKind,
+    /// File-system mode.
+    pub permission_mode: PermissionMode,
+    /// Approval policy.
+    pub approval: ApprovalPolicy,
+    /// Explicit system prompt (sdk-minimal's `DSH_SYSTEM_PROMPT`).
+    pub system_prompt_override: Option<String>,
+}
+
+impl Profile {
+    /// The `sdk` profile in `mode`; approvals are `ask` unless full access.
+    pub fn sdk(permission_mode: PermissionMode) -> Self {
+        let approval = if permission_mode == PermissionMode::DangerFullAccess {
+            ApprovalPolicy::Never
+        } else {
+            ApprovalPolicy::Ask
+        };
+        Self {
+            kind: ProfileKind::Sdk,
+            permission_mode,
+            approval,
+            system_prompt_override: None,
+        }
+    }
+
+    /// The `sdk-minimal` profile: full access, no approvals, an optional
+    /// system prompt of the user's.
+    pub fn sdk_minimal(system_prompt: Option<String>) -> Self {
+        Self {
+            kind: ProfileKind::SdkMinimal,
+            permission_mode: PermissionMode::DangerFullAccess,
+            approval: ApprovalPolicy::Never,
+            system_prompt_override: system_prompt.filter(|s| !s.trim().is_empty()),
+        }
+    }
+
+    /// Whether sessions start with `permission/preset`, `sandbox/mode` and
+    /// `approval/policy` events.
+    pub fn emits_policy_events(&self) -> bool {
+        self.kind == ProfileKind::Sdk
+    }
+
+    /// The system prompt for an agent on `model`.
+    pub fn system_prompt(&self, model: &str) -> String {
+        match (&self.system_prompt_override, self.kind) {
+            (Some(text), _) => text.clone(),
+            (None, ProfileKind::Sdk) => prose::sdk_system_prompt(model),
+            (None, ProfileKind::SdkMinimal) => prose::MINIMAL_SYSTEM_PROMPT.to_owned(),
+        }
+    }
+}

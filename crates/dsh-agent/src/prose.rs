@@ -1,0 +1,117 @@
+//! Model-facing prose. All of it is this project's own writing.
+
+use std::path::Path;
+
+/// sdk-minimal's default system prompt.
+pub const MINIMAL_SYSTEM_PROMPT: &str = "You are a helpful coding agent. Use the tools you are given to inspect and change the user's workspace, and answer concisely.";
+
+/// The sdk profile's system prompt.
+pub fn sdk_system_prompt(model: &str) -> String {
+    format!(
+        "You are DeepSeek Harness, a software engineering agent that works inside the user's workspace through tools.\n\
+         You are running on the model \"{model}\".\n\
+         \n\
+         Work in small, verifiable steps. Read before you change anything, prefer precise edits over rewrites, and check the result of what you did before you report it.\n\
+         \n\
+         Shell commands report their exit status on a final line such as \"[exit code: 1]\" when it is not zero, and their error output after a \"[stderr]\" line. A command that runs too long continues as a background job that you can inspect, wait for or stop.\n\
+         \n\
+         File tools take paths relative to the current working directory or absolute paths. The runtime context message tells you the current directory, what you may write and how approvals work; respect those limits and explain when a task needs more.\n\
+         \n\
+         When you are done, answer with a short summary of what you did and anything the user should check."
+    )
+}
+
+/// Heading of the runtime-context message.
+const CONTEXT_HEADING: &str = "Runtime context (maintained by the harness):";
+
+/// One named section of the runtime-context message.
+pub struct Section {
+    /// Stable section name.
+    pub name: &'static str,
+    /// Section text.
+    pub text: String,
+}
+
+/// `working-directory:current`.
+pub fn working_directory_section(cwd: &Path) -> Section {
+    Section {
+        name: "working-directory:current",
+        text: format!("Current working directory: {}", cwd.display()),
+    }
+}
+
+/// `sandbox:policy`.
+pub fn sandbox_section(mode: &str, root: &Path) -> Section {
+    let what = match mode {
+        "read-only" => "you may read files but not create, change or delete any",
+        "workspace-write" => "you may change files inside the workspace root only",
+        _ => "file access is not restricted",
+    };
+    Section {
+        name: "sandbox:policy",
+        text: format!(
+            "File access mode: {mode}; {what}. Workspace root: {}",
+            root.display()
+        ),
+    }
+}
+
+/// `approval:policy`.
+pub fn approval_section(policy: &str) -> Section {
+    let what = if policy == "ask" {
+        "actions that need wider permissions are declined automatically, because no one is available to approve them"
+    } else {
+        "no approvals are requested"
+    };
+    Section {
+        name: "approval:policy",
+        text: format!("Approval policy: {policy}; {what}."),
+    }
+}
+
+/// The full text of a runtime-context message.
+pub fn context_text(sections: &[Section]) -> String {
+    let mut text = CONTEXT_HEADING.to_owned();
+    for section in sections {
+        text.push_str("\n\n");
+        text.push_str(&section.text);
+    }
+    text
+}
+
+/// The notice queued when the working directory changes.
+pub fn working_directory_notice(from: &Path, to: &Path) -> String {
+    format!(
+        "The working directory was changed from \"{}\" to \"{}\". Resolve relative paths against the new directory.",
+        from.display(),
+        to.display()
+    )
+}
+
+/// The result text of a call to a tool that does not exist.
+pub fn unknown_tool(name: &str) -> String {
+    format!("Error: unknown tool \"{name}\"")
+}
+
+/// The fallback session title: the first five words of the prompt.
+pub fn fallback_title(text: &str) -> String {
+    text.split_whitespace()
+        .take(5)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_title_keeps_five_words() {
+        assert_eq!(fallback_title("Say hi"), "Say hi");
+        assert_eq!(
+            fallback_title("  one two\tthree four five six "),
+            "one two three four five"
+        );
+        assert_eq!(fallback_title(""), "");
+    }
+}

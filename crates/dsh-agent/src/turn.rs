@@ -1,0 +1,250 @@
+//! One turn: steps of model attempts and tool calls.
+
+use crate::agent::Inner;
+use crate::profile::ProfileKind;
+use crate::state::State;
+use crate::{prose, tools};
+use dsh_llm::{Accumulator, FinishReason, ModelRequest, Settled, StreamRecorder};
+use dsh_session::{
+    AssistantMessage, EventDraft, Message, SystemMessage, ToolMessage, UserMessage, events,
+    new_message_id, now_ms, text_block, text_of,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+/// Runs the steps of turn `turn` over the `claimed` messages and returns the
+/// `turn/end` reason. `turn/end` itself is appended by the caller.
+pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> Value {
+    if claimed.is_empty() {
+        return json!({"kind": "completed"});
+    }
+    let mut claimed = claimed;
+    let mut step = 0u32;
+    loop {
+        step += 1;
+        let request = {
+            let mut state = inner.state();
+            state.event(events::STEP_START, &json!({"turn": turn, "step": step}));
+            if step > 1 {
+                claimed = state.claim_next_step();
+            }
+            prepare_request(inner, &mut state, turn, step, std::mem::take(&mut claimed))
+        };
+        let (stream, settled) = attempt(inner, request).await;
+        let mut state = inner.state();
+        let (content, usage, replay_state, finish) = match settled {
+            Settled::Failed(failure) => {
+                state.event(
+                    events::ASSISTANT_ATTEMPT,
+                    &json!({"turn": turn, "step": step, "stream": stream}),
+                );
+                state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+                return json!({"kind": "error", "error": failure});
+            }
+            Settled::Message {
+                content,
+                usage,
+                replay_state,
+                finish,
+            } => (content, usage, replay_state, finish),
+        };
+        let message = AssistantMessage {
+            role: Default::default(),
+            content,
+            source: json!({
+                "kind": "model",
+                "provider": inner.route.provider,
+                "model": inner.route.model,
+                "replayState": replay_state,
+            }),
+            id: new_message_id(),
+        };
+        let mut data = Map::new();
+        data.insert("turn".into(), json!(turn));
+        data.insert("step".into(), json!(step));
+        data.insert("message".into(), json!(message));
+        if let Some(usage) = usage {
+            data.insert("usage".into(), json!(usage));
+        }
+        data.insert("stream".into(), stream);
+        state.emit(EventDraft::surfaced(events::ASSISTANT_MESSAGE, &data));
+        let calls: Vec<(String, String, String)> =
+            message.content.iter().filter_map(tool_call).collect();
+        state.history.push(Message::Assistant(message));
+        if finish == FinishReason::MaxTokens {
+            state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+            return json!({"kind": "max-tokens"});
+        }
+        for (call_id, name, arguments) in &calls {
+            run_tool(&mut state, turn, step, call_id, name, arguments);
+        }
+        state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+        if calls.is_empty() && state.next_step.is_empty() {
+            return json!({"kind": "completed"});
+        }
+    }
+}
+
+/// `(id, name, arguments)` of a `tool-call` block.
+fn tool_call(block: &Value) -> Option<(String, String, String)> {
+    if block.get("type")?.as_str()? != "tool-call" {
+        return None;
+    }
+    Some((
+        block.get("id")?.as_str()?.to_owned(),
+        block.get("name")?.as_str()?.to_owned(),
+        block
+            .get("arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}")
+            .to_owned(),
+    ))
+}
+
+fn run_tool(state: &mut State, turn: u32, step: u32, call_id: &str, name: &str, arguments: &str) {
+    let call_seq = state.event(
+        events::TOOL_CALL,
+        &json!({"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}),
+    );
+    let outcome = tools::dispatch(name, arguments);
+    let message = ToolMessage::new(call_id, outcome.content, outcome.is_error);
+    let mut data = Map::new();
+    data.insert("turn".into(), json!(turn));
+    data.insert("step".into(), json!(step));
+    data.insert("message".into(), json!(message));
+    if let Some(error) = outcome.error {
+        data.insert("error".into(), error);
+    }
+    let seqs = [call_seq];
+    state.emit(EventDraft {
+        source_event_seqs: Some(&seqs),
+        ..EventDraft::surfaced(events::TOOL_RESULT, &data)
+    });
+    state.history.push(Message::Tool(message));
+}
+
+/// Appends the step's context events (system prompt, claimed messages,
+/// runtime context, header, model context, title) and builds the request.
+fn prepare_request(
+    inner: &Inner,
+    state: &mut State,
+    turn: u32,
+    step: u32,
+    claimed: Vec<UserMessage>,
+) -> ModelRequest {
+    let system = inner.profile.system_prompt(&inner.route.model);
+    if state.system_prompt.as_deref() != Some(system.as_str()) {
+        let message = SystemMessage::prompt(&system);
+        state.emit(EventDraft::surfaced(
+            events::SYSTEM_MESSAGE,
+            &json!({"turn": turn, "step": step, "message": message}),
+        ));
+        state.system_prompt = Some(system.clone());
+    }
+    let mut prompt: Option<(u64, String)> = None;
+    for message in claimed {
+        let seq = state.emit(EventDraft::surfaced(events::USER_MESSAGE, &message));
+        if message.source_kind() == Some("user") {
+            prompt = Some((seq, text_of(&message.content).collect::<Vec<_>>().join(" ")));
+        }
+        state.history.push(Message::User(message));
+    }
+    let context = runtime_context(inner, state);
+    if state.runtime_context.as_deref() != Some(context.content_text()) {
+        state.runtime_context = Some(context.content_text().to_owned());
+        state.emit(EventDraft::surfaced(events::USER_MESSAGE, &context.message));
+        state.history.push(Message::User(context.message));
+    }
+    if let Some(reason) = state.header_reason.take() {
+        let (config, defaults) = inner.route.header_config();
+        let mut header = Map::new();
+        header.insert("config".into(), config);
+        if let Some(defaults) = defaults {
+            header.insert("adapterDefaults".into(), defaults);
+        }
+        header.insert("tools".into(), json!(*inner.tools));
+        state.event(
+            events::REQUEST_HEADER,
+            &json!({"header": header, "reason": reason}),
+        );
+    }
+    if !state.context_announced {
+        let info = inner.route.model_info();
+        let mut data = Map::new();
+        data.insert("provider".into(), json!(inner.route.provider));
+        data.insert("model".into(), json!(inner.route.model));
+        data.insert("contextWindow".into(), json!(info.context_window));
+        if let Some(update) = info.system_prompt_update {
+            data.insert("systemPromptUpdate".into(), json!(update));
+        }
+        state.event(events::REQUEST_CONTEXT, &data);
+        state.context_announced = true;
+    }
+    if let Some((seq, text)) = prompt
+        && !state.titled
+        && !text.trim().is_empty()
+    {
+        let title = prose::fallback_title(&text);
+        state.event(
+            events::SESSION_TITLE,
+            &json!({"title": title, "messageSeqs": [seq], "source": {"kind": "fallback"}}),
+        );
+        state.titled = true;
+    }
+    ModelRequest {
+        session_id: inner.id.clone(),
+        route: inner.route.clone(),
+        system,
+        messages: state.history.clone(),
+        tools: inner.tools.clone(),
+    }
+}
+
+struct RuntimeContext {
+    message: UserMessage,
+}
+
+impl RuntimeContext {
+    fn content_text(&self) -> &str {
+        text_of(&self.message.content).next().unwrap_or_default()
+    }
+}
+
+fn runtime_context(inner: &Inner, state: &State) -> RuntimeContext {
+    let mut sections = vec![prose::working_directory_section(&state.cwd)];
+    if inner.profile.kind == ProfileKind::Sdk {
+        sections.push(prose::sandbox_section(
+            inner.profile.permission_mode.as_str(),
+            &inner.workspace,
+        ));
+        sections.push(prose::approval_section(inner.profile.approval.as_str()));
+    }
+    let text = prose::context_text(&sections);
+    let sections: Vec<Value> = sections
+        .iter()
+        .map(|s| json!({"name": s.name, "text": s.text}))
+        .collect();
+    let source = json!({"kind": "runtime-context", "form": "snapshot", "sections": sections});
+    RuntimeContext {
+        message: UserMessage::new(vec![text_block(text)], source),
+    }
+}
+
+/// Streams one model attempt; returns the `stream` records and how it settled.
+async fn attempt(inner: &Inner, request: ModelRequest) -> (Value, Settled) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    inner.provider.start(request, tx);
+    let mut recorder = StreamRecorder::new();
+    let mut accumulator = Accumulator::new();
+    while let Some(chunk) = rx.recv().await {
+        recorder.push(now_ms(), &chunk);
+        accumulator.push(&chunk);
+        if accumulator.finished() {
+            break;
+        }
+    }
+    (
+        recorder.to_value(),
+        accumulator.settle(inner.provider.name()),
+    )
+}

@@ -1,0 +1,97 @@
+//! The session working directory: `session/working-directory/get|set`.
+
+use crate::agent::Agent;
+use crate::prose;
+use crate::state::State;
+use dsh_session::{UserMessage, events, text_block};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Why a working-directory change was refused (messages are the wire text).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WorkingDirectoryError {
+    /// `path` was empty.
+    #[error("working-directory: cd must not be empty")]
+    Empty,
+    /// `path` does not name an existing directory.
+    #[error("working-directory: directory does not exist: {}", quoted(.0))]
+    NotADirectory(String),
+}
+
+fn quoted(path: &str) -> String {
+    serde_json::to_string(path).unwrap_or_else(|_| format!("\"{path}\""))
+}
+
+impl Agent {
+    /// The effective working directory. If it has vanished, the session
+    /// falls back to its workspace, records the change and queues a notice.
+    pub fn working_directory(&self) -> PathBuf {
+        let mut state = self.inner().state();
+        if !state.cwd.is_dir() && state.cwd != self.workspace() && self.workspace().is_dir() {
+            let workspace = self.workspace().to_owned();
+            change(&mut state, workspace);
+        }
+        state.cwd.clone()
+    }
+
+    /// Changes the working directory. `path` resolves against the current
+    /// effective directory and must name an existing directory; the result
+    /// is canonical. A change appends `working-directory/change` and queues
+    /// a notice for the model's next step (without waking the agent).
+    pub fn set_working_directory(&self, path: &str) -> Result<PathBuf, WorkingDirectoryError> {
+        if path.is_empty() {
+            return Err(WorkingDirectoryError::Empty);
+        }
+        let mut state = self.inner().state();
+        let target = state.cwd.join(path);
+        let canonical = match std::fs::canonicalize(&target) {
+            Ok(dir) if dir.is_dir() => dir,
+            _ => return Err(WorkingDirectoryError::NotADirectory(path.to_owned())),
+        };
+        if canonical != state.cwd {
+            change(&mut state, canonical.clone());
+        }
+        Ok(canonical)
+    }
+}
+
+fn change(state: &mut State, to: PathBuf) {
+    let from = std::mem::replace(&mut state.cwd, to);
+    state.event(
+        events::WORKING_DIRECTORY_CHANGE,
+        &json!({"cwd": path_text(&state.cwd)}),
+    );
+    let notice = UserMessage::new(
+        vec![text_block(prose::working_directory_notice(
+            &from, &state.cwd,
+        ))],
+        json!({"kind": "working-directory"}),
+    );
+    let start = state.next_step.len();
+    state.event(
+        events::INBOX_SPLICED,
+        &json!({"target": "next-step", "start": start, "inserted": [&notice]}),
+    );
+    state.next_step.push(notice);
+}
+
+fn path_text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_match_the_official_runtime() {
+        assert_eq!(
+            WorkingDirectoryError::Empty.to_string(),
+            "working-directory: cd must not be empty"
+        );
+        assert_eq!(
+            WorkingDirectoryError::NotADirectory("su\"b".into()).to_string(),
+            "working-directory: directory does not exist: \"su\\\"b\""
+        );
+    }
+}

@@ -1,0 +1,38 @@
+use dsh_agent::WorkingDirectoryError;
+use dsh_llm::RouteError;
+
+/// Every way a request can fail. The `Display` text is the wire message,
+/// which the Python SDK shows users verbatim.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// No such method.
+    #[error("unknown DeepSeek Harness SDK runtime method: {0}")]
+    UnknownMethod(String),
+    /// A method other than `initialize`/`shutdown` before `initialize`.
+    #[error("SDK server is not initialized")]
+    NotInitialized,
+    /// A request after `shutdown` began.
+    #[error("SDK server is shutting down")]
+    ShuttingDown,
+    /// A parameter failed validation; the text says which and how.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The route chosen at `initialize` cannot be mounted.
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    /// `session/resume` on a session open in this process.
+    #[error("SDK session is already open or opening: {0}")]
+    AlreadyOpen(String),
+    /// `session/resume` on a session that does not exist.
+    #[error("session \"{0}\" not found")]
+    NotFound(String),
+    /// `session/wait` on a session not open in this process.
+    #[error("unknown SDK session: {0}")]
+    UnknownSession(String),
+    /// A result could not be serialised (a bug, reported rather than hidden).
+    #[error("internal error: {0}")]
+    Internal(String),
+    /// A working-directory request failed.
+    #[error(transparent)]
+    WorkingDirectory(#[from] WorkingDirectoryError),
+}

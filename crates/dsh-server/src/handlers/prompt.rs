@@ -1,0 +1,40 @@
+//! `session/prompt`.
+
+use super::result;
+use crate::{RpcError, Server, params};
+use dsh_protocol::JsonObject;
+use dsh_protocol::methods::PromptResult;
+use serde_json::Value;
+
+/// Validates the prompt (before anything is created), opens the session
+/// lazily and enqueues the prompt. When the session was idle, the receipt,
+/// `running`, `turn/start` and the claim are written before the response.
+pub fn handle(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
+    server.initialized()?;
+    let session_id = params::non_empty_string(p, "sessionId").ok_or_else(|| {
+        RpcError::InvalidParams("session/prompt requires a non-empty sessionId string".into())
+    })?;
+    let blocks = content_blocks(p)?;
+    let agent = server.open_session(session_id)?;
+    let message_id = agent.prompt(blocks);
+    result(&PromptResult { message_id })
+}
+
+/// `contentBlocks` must be an array of objects with a string `type`. Block
+/// types are otherwise passed through verbatim; the provider decides what it
+/// can represent.
+fn content_blocks(p: &JsonObject) -> Result<Vec<Value>, RpcError> {
+    let Some(Value::Array(blocks)) = p.get("contentBlocks") else {
+        return Err(RpcError::InvalidParams(
+            "session/prompt requires a contentBlocks array".into(),
+        ));
+    };
+    for (i, block) in blocks.iter().enumerate() {
+        if !block.get("type").is_some_and(Value::is_string) {
+            return Err(RpcError::InvalidParams(format!(
+                "session/prompt contentBlocks[{i}] must be an object with a string \"type\""
+            )));
+        }
+    }
+    Ok(blocks.clone())
+}

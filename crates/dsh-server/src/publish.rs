@@ -1,0 +1,50 @@
+use dsh_protocol::notifications::{SESSION_STATUS, SessionStatusParams, Status};
+use dsh_protocol::{FrameWriter, Outgoing};
+use dsh_session::{EventObserver, SessionStatus};
+use serde_json::value::RawValue;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Turns session events and status transitions into notifications, until
+/// muted (shutdown unsubscribes every listener before disposing agents).
+pub struct Publisher {
+    writer: FrameWriter,
+    muted: Arc<AtomicBool>,
+}
+
+impl Publisher {
+    /// A publisher writing to `writer` while `muted` is false.
+    pub fn new(writer: FrameWriter, muted: Arc<AtomicBool>) -> Self {
+        Self { writer, muted }
+    }
+
+    fn live(&self) -> bool {
+        !self.muted.load(Ordering::SeqCst)
+    }
+}
+
+impl EventObserver for Publisher {
+    fn on_event(&self, session_id: &str, event: &RawValue) {
+        if self.live() {
+            self.writer.send(Outgoing::session_event(session_id, event));
+        }
+    }
+
+    fn on_status(&self, session_id: &str, status: SessionStatus) {
+        if !self.live() {
+            return;
+        }
+        let status = match status {
+            SessionStatus::Running => Status::Running,
+            SessionStatus::Idle => Status::Idle,
+        };
+        let params = SessionStatusParams {
+            session_id: session_id.to_owned(),
+            status,
+        };
+        match Outgoing::notification(SESSION_STATUS, &params) {
+            Ok(frame) => self.writer.send(frame),
+            Err(err) => tracing::error!("session.status not sent: {err}"),
+        }
+    }
+}

@@ -1,0 +1,192 @@
+use crate::RpcError;
+use crate::handlers;
+use crate::publish::Publisher;
+use dsh_agent::{Agent, AgentConfig, Profile};
+use dsh_llm::{Provider, ProviderRegistry, Route};
+use dsh_protocol::methods::{EmptyResult, SESSION_WAIT, SHUTDOWN};
+use dsh_protocol::{FrameWriter, Incoming, JsonObject, LineReader, Outgoing, Request, classify};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::io::AsyncRead;
+
+/// What the process-wide server is built from.
+pub struct ServerConfig {
+    /// The profile every agent runs with.
+    pub profile: Profile,
+    /// Mounts providers for `initialize` routes.
+    pub registry: ProviderRegistry,
+    /// The runtime process's cwd, against which a relative `initialize.cwd`
+    /// resolves.
+    pub process_cwd: PathBuf,
+}
+
+/// The route and workspace committed by the last successful `initialize`.
+#[derive(Clone)]
+pub(crate) struct Initialized {
+    pub route: Route,
+    pub provider: Arc<dyn Provider>,
+    pub cwd: PathBuf,
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub initialized: Option<Initialized>,
+    pub sessions: HashMap<String, Arc<Agent>>,
+    pub shutting_down: bool,
+}
+
+/// The SDK server: method handlers over a session registry.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<ServerInner>,
+}
+
+pub(crate) struct ServerInner {
+    pub writer: FrameWriter,
+    pub profile: Arc<Profile>,
+    pub registry: ProviderRegistry,
+    pub process_cwd: PathBuf,
+    muted: Arc<AtomicBool>,
+    state: Mutex<Registry>,
+}
+
+/// Why [`serve`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// A `shutdown` request was answered.
+    Shutdown,
+    /// The input ended.
+    EndOfInput,
+}
+
+impl Server {
+    /// A server writing frames to `writer`.
+    pub fn new(config: ServerConfig, writer: FrameWriter) -> Self {
+        Self {
+            inner: Arc::new(ServerInner {
+                writer,
+                profile: Arc::new(config.profile),
+                registry: config.registry,
+                process_cwd: config.process_cwd,
+                muted: Arc::new(AtomicBool::new(false)),
+                state: Mutex::new(Registry::default()),
+            }),
+        }
+    }
+
+    pub(crate) fn inner(&self) -> &ServerInner {
+        &self.inner
+    }
+
+    pub(crate) fn registry(&self) -> MutexGuard<'_, Registry> {
+        // Every critical section leaves the registry consistent; recover
+        // from a panic elsewhere rather than wedge the process.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The committed route, or `NotInitialized` / `ShuttingDown`.
+    pub(crate) fn initialized(&self) -> Result<Initialized, RpcError> {
+        let registry = self.registry();
+        if registry.shutting_down {
+            return Err(RpcError::ShuttingDown);
+        }
+        registry.initialized.clone().ok_or(RpcError::NotInitialized)
+    }
+
+    /// The open session `id`, created lazily with the committed route.
+    pub(crate) fn open_session(&self, id: &str) -> Result<Arc<Agent>, RpcError> {
+        let init = self.initialized()?;
+        let mut registry = self.registry();
+        if let Some(agent) = registry.sessions.get(id) {
+            return Ok(Arc::clone(agent));
+        }
+        let publisher = Publisher::new(self.inner.writer.clone(), Arc::clone(&self.inner.muted));
+        let agent = Arc::new(Agent::create(AgentConfig {
+            session_id: id.to_owned(),
+            profile: Arc::clone(&self.inner.profile),
+            route: init.route,
+            provider: init.provider,
+            workspace: init.cwd,
+            observer: Some(Arc::new(publisher)),
+        }));
+        registry.sessions.insert(id.to_owned(), Arc::clone(&agent));
+        Ok(agent)
+    }
+
+    /// The session `id` if it is open in this process.
+    pub(crate) fn session(&self, id: &str) -> Option<Arc<Agent>> {
+        self.registry().sessions.get(id).cloned()
+    }
+
+    /// Stops everything: no further notifications, agents disposed (running
+    /// turns are cancelled). Idempotent.
+    pub fn shutdown(&self) {
+        self.inner.muted.store(true, Ordering::SeqCst);
+        let sessions = {
+            let mut registry = self.registry();
+            registry.shutting_down = true;
+            std::mem::take(&mut registry.sessions)
+        };
+        drop(sessions);
+    }
+
+    /// Handles one request and returns its result.
+    pub async fn handle(&self, method: &str, params: &JsonObject) -> Result<Value, RpcError> {
+        handlers::dispatch(self, method, params).await
+    }
+
+    fn respond(&self, request: &Request, result: Result<Value, RpcError>) {
+        let frame = match result {
+            Ok(value) => Outgoing::response(&request.id, &value).unwrap_or_else(|err| {
+                Outgoing::error(
+                    &request.id,
+                    &RpcError::Internal(err.to_string()).to_string(),
+                )
+            }),
+            Err(err) => Outgoing::error(&request.id, &err.to_string()),
+        };
+        self.inner.writer.send(frame);
+    }
+}
+
+/// Serves requests read from `input` until `shutdown` or end of input.
+/// Every response and notification is queued on the server's writer; the
+/// caller flushes it before exiting.
+pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::Result<Exit> {
+    let mut lines = LineReader::new(input);
+    while let Some(line) = lines.next_line().await? {
+        let request = match classify(line) {
+            Incoming::Request(request) => request,
+            other => {
+                tracing::debug!("input line ignored: {other:?}");
+                continue;
+            }
+        };
+        match request.method.as_str() {
+            SHUTDOWN => {
+                server.shutdown();
+                server.respond(&request, handlers::result(&EmptyResult {}));
+                return Ok(Exit::Shutdown);
+            }
+            SESSION_WAIT => {
+                let server = server.clone();
+                tokio::spawn(async move {
+                    let result = server.handle(&request.method, &request.params).await;
+                    server.respond(&request, result);
+                });
+            }
+            _ => {
+                let result = server.handle(&request.method, &request.params).await;
+                server.respond(&request, result);
+            }
+        }
+    }
+    server.shutdown();
+    Ok(Exit::EndOfInput)
+}
