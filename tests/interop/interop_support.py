@@ -229,16 +229,22 @@ class RawClient:
                     raise AssertionError(f"timed out after {timeout}s waiting for {what}; frames: {self.summary()}")
                 self._cond.wait(remaining)
 
-    def wait_count(self, count: int, timeout: float = FRAME_TIMEOUT) -> None:
-        """Wait until at least ``count`` frames arrived."""
+    def wait_count(
+        self, count: int, timeout: float = FRAME_TIMEOUT, counted: Callable[[dict], bool] | None = None
+    ) -> None:
+        """Wait until at least ``count`` frames (those ``counted``, default all) arrived."""
         deadline = time.monotonic() + timeout
+
+        def have() -> int:
+            return len(self.frames) if counted is None else sum(1 for f in self.frames if counted(f))
+
         with self._cond:
-            while len(self.frames) < count:
+            while have() < count:
                 if self.eof:
-                    raise AssertionError(f"stdout closed with {len(self.frames)} of {count} frames")
+                    raise AssertionError(f"stdout closed with {have()} of {count} frames")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise AssertionError(f"timed out waiting for {count} frames, have {len(self.frames)}")
+                    raise AssertionError(f"timed out waiting for {count} frames, have {have()}")
                 self._cond.wait(remaining)
 
     def wait_eof(self, timeout: float = EXIT_TIMEOUT) -> list[dict]:

@@ -149,8 +149,15 @@ def official_frames_without_delivery(frames: list[dict]) -> list[dict]:
     return out
 
 
-def send_gates(scenario_dir: Path, client_lines: list[bytes], official: list[dict]) -> list[int]:
-    """For each client line: how many of *our* frames must have arrived before sending it."""
+def in_sessions(frame: dict, sessions: set) -> bool:
+    return frame.get("method") == "session.event" and frame["params"]["sessionId"] in sessions
+
+
+def send_gates(scenario_dir: Path, client_lines: list[bytes], official: list[dict], optional: set) -> list[int]:
+    """For each client line: how many of *our* frames must have arrived before sending it.
+
+    Neither delivery-accepted events nor events of optional sessions are counted.
+    """
     timeline = [json.loads(line) for line in (scenario_dir / "timeline.jsonl").read_text().splitlines()]
     request_index = {}
     for i, line in enumerate(client_lines):
@@ -161,8 +168,10 @@ def send_gates(scenario_dir: Path, client_lines: list[bytes], official: list[dic
     for r, frame in enumerate(official):
         if "method" not in frame and json.dumps(frame.get("id")) in request_index:
             answered_by[r] = request_index[json.dumps(frame.get("id"))]
-    delivery = [
-        f.get("method") == "session.event" and f["params"]["event"]["type"] == DELIVERY_ACCEPTED for f in official
+    not_counted = [
+        (f.get("method") == "session.event" and f["params"]["event"]["type"] == DELIVERY_ACCEPTED)
+        or in_sessions(f, optional)
+        for f in official
     ]
     gates = []
     seen = 0
@@ -178,12 +187,12 @@ def send_gates(scenario_dir: Path, client_lines: list[bytes], official: list[dic
         for r, j in answered_by.items():
             if j >= i:
                 count = min(count, r)
-        gates.append(count - sum(delivery[:count]))
+        gates.append(count - sum(not_counted[:count]))
     return gates
 
 
-def replay(raw, scenario_dir: Path, client_lines: list[bytes], official: list[dict]):
-    gates = send_gates(scenario_dir, client_lines, official)
+def replay(raw, scenario_dir: Path, client_lines: list[bytes], official: list[dict], optional: set):
+    gates = send_gates(scenario_dir, client_lines, official, optional)
     answered_ids = {json.dumps(f["id"]) for f in official if "method" not in f and "id" in f}
     pending = []
     shutdown_sent = False
@@ -192,7 +201,7 @@ def replay(raw, scenario_dir: Path, client_lines: list[bytes], official: list[di
             for request_id in pending:
                 raw.response_to(request_id, timeout=FRAME_TIMEOUT)
             pending = []
-            raw.wait_count(gate)
+            raw.wait_count(gate, counted=lambda f: not in_sessions(f, optional))
         try:
             raw.send_raw(line if line.endswith(b"\n") else line + b"\n")
         except BrokenPipeError:
@@ -248,16 +257,24 @@ def test_transcript_matches_official(scenario, transcripts, make_raw, base_dir, 
         if is_request(obj):
             methods.setdefault(json.dumps(obj["id"]), obj["method"])
 
+    optional = OPTIONAL_SESSIONS.get(scenario, set())
     raw = make_raw()
-    ours_frames = replay(raw, scenario_dir, client_lines, official)
+    try:
+        replay(raw, scenario_dir, client_lines, official, optional)
+        replay_error = None
+    except AssertionError as error:  # compare what arrived, for a readable diff
+        replay_error = error
+    ours_frames = list(raw.frames)
     assert not [f for f in ours_frames if "__unparsable__" in f]
 
     official_kept = official_frames_without_delivery(official)
     ours = [normal_form(f, methods, str(base_dir)) for f in ours_frames]
     theirs = [normal_form(f, methods, official_base(scenario)) for f in official_kept]
 
-    for sid in OPTIONAL_SESSIONS.get(scenario, ()):
+    for sid in optional:
         if not any(x[0] == "event" and x[1] == sid for x in ours):
             theirs = [x for x in theirs if not (x[0] == "event" and x[1] == sid)]
 
     compare(ours, theirs)
+    if replay_error is not None:
+        raise replay_error

@@ -1,0 +1,196 @@
+//! Spawning the real `dsh` binary for black-box tests.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A fresh temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let path = std::env::temp_dir().join(format!("dsh-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
+        Self(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `dsh` with a clean environment: no DSH_HOME, no API key, HOME in `home`.
+pub fn dsh(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh"));
+    cmd.env_remove("DSH_HOME")
+        .env_remove("DEEPSEEK_API_KEY")
+        .env_remove("DSH_PERMISSION_MODE")
+        .env("HOME", home)
+        .current_dir(home);
+    cmd
+}
+
+/// A running runtime with line access to its stdout.
+pub struct Runtime {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    pub dir: TempDir,
+}
+
+impl Runtime {
+    /// Starts `dsh --profile <profile>` with DSH_HOME and cwd in a temp dir.
+    pub fn start(profile: &str) -> Self {
+        Self::start_with(profile, |_| {})
+    }
+
+    pub fn start_with(profile: &str, configure: impl FnOnce(&mut Command)) -> Self {
+        let dir = TempDir::new("rt");
+        let home = dir.path().join("home");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
+        let mut cmd = dsh(dir.path());
+        cmd.args(["--profile", profile])
+            .env("DSH_HOME", &home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        configure(&mut cmd);
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn dsh: {e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                match line {
+                    Ok(line) => {
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Self {
+            child,
+            stdin,
+            lines,
+            dir,
+        }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    /// Writes raw bytes to stdin.
+    pub fn write(&mut self, bytes: &[u8]) {
+        if let Some(stdin) = self.stdin.as_mut() {
+            let _ = stdin.write_all(bytes).and_then(|()| stdin.flush());
+        }
+    }
+
+    /// Writes one frame line.
+    pub fn send(&mut self, frame: &Value) {
+        self.write(format!("{frame}\n").as_bytes());
+    }
+
+    /// Closes stdin.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next stdout line as JSON, within 10 s.
+    pub fn next(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("no frame from dsh: {e}"));
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"))
+    }
+
+    /// Frames until (and including) the response with `id`.
+    pub fn until_response(&mut self, id: &Value) -> Vec<Value> {
+        let mut frames = Vec::new();
+        loop {
+            let frame = self.next();
+            let done = frame.get("id") == Some(id);
+            frames.push(frame);
+            if done {
+                return frames;
+            }
+        }
+    }
+
+    /// Sends a request and returns its response (skipping notifications).
+    pub fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        self.until_response(&id).pop().unwrap_or(Value::Null)
+    }
+
+    /// Initializes with the scripted echo model on the temp workspace.
+    pub fn initialize_echo(&mut self) {
+        let ws = self.workspace();
+        let resp = self.request(
+            Value::from("init"),
+            "initialize",
+            serde_json::json!({"cwd": ws, "provider": "scripted", "model": "echo"}),
+        );
+        assert!(resp.get("result").is_some(), "initialize failed: {resp}");
+    }
+
+    /// Remaining stdout lines after the process exits.
+    pub fn drain(&mut self) -> Vec<String> {
+        let mut rest = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            rest.push(line);
+        }
+        rest
+    }
+
+    /// Waits up to 5 s for the exit code.
+    pub fn wait_exit(&mut self) -> Option<i32> {
+        for _ in 0..500 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        panic!("dsh did not exit within 5 s");
+    }
+
+    /// Sends a signal by name with kill(1).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("kill: {e}"));
+        assert!(status.success());
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
