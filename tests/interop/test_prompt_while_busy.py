@@ -26,6 +26,19 @@ def event_index(raw, type_: str, turn: int, start: int = 0) -> int:
     return index
 
 
+def wait_until_idle(raw) -> int:
+    """session/wait answers {} once the session is idle: after its idle notification."""
+    start = len(raw.frames)
+    wait_id = raw.send_request("session/wait", {"sessionId": SID})
+    wait_index, response = raw.response_to(wait_id, start=start)
+    assert response.get("result") == {}, response
+    idle_index = raw.status(SID, "idle")
+    assert idle_index < wait_index, (
+        f"session/wait answered (frame {wait_index}) before session.status idle (frame {idle_index})"
+    )
+    return wait_index
+
+
 def send_prompt(raw, text: str) -> str:
     return raw.send_request(
         "session/prompt", {"sessionId": SID, "contentBlocks": [{"type": "text", "text": text}]}
@@ -46,8 +59,7 @@ def test_prompt_while_busy_is_queued_and_runs_next(make_raw, workspace, scenario
     response_index, response = raw.response_to(second_id, start=second_start)
     message_id = response["result"]["messageId"]
 
-    wait_result = raw.result("session/wait", {"sessionId": SID})
-    assert wait_result == {}
+    wait_index = wait_until_idle(raw)
 
     turn1_end = event_index(raw, "turn/end", 1)
     # the follow-up was admitted while turn 1 was still running and answered at once
@@ -94,7 +106,7 @@ def test_queued_prompts_run_fifo(make_raw, workspace, scenario):
     raw.response_to(send_prompt(raw, "first"))
     second = raw.response_to(send_prompt(raw, "second"))[1]["result"]["messageId"]
     third = raw.response_to(send_prompt(raw, "third"))[1]["result"]["messageId"]
-    raw.result("session/wait", {"sessionId": SID})
+    wait_until_idle(raw)
 
     events = session_events(raw.frames, SID)
     receipts = [e["data"] for e in events if e["type"] == "agent/inbox/spliced" and e["data"].get("inserted")]

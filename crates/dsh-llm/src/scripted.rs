@@ -20,7 +20,8 @@
 //!     delay_ms: 300                      # any reply may wait first
 //! ```
 //!
-//! `stop` defaults to `tool_use` when the reply has a tool call, else
+//! The shorthand `reasoning` and `text` come before any `blocks`; a reply
+//! has content or an `error`, never both. `stop` defaults to `tool_use` when the reply has a tool call, else
 //! `end_turn`. Tool-call `arguments` given as a string are sent verbatim
 //! (useful for truncated JSON under `max_tokens`). `usage: {input_tokens,
 //! output_tokens}` overrides the default estimate (a quarter of the
@@ -224,11 +225,10 @@ impl Scenario {
         };
         let scenario: Self = serde_yaml_ng::from_str(&text).map_err(|e| invalid(e.to_string()))?;
         for (i, reply) in scenario.replies.iter().enumerate() {
-            let shorthand = reply.text.is_some() || reply.reasoning.is_some();
-            let forms = [shorthand, !reply.blocks.is_empty(), reply.error.is_some()];
-            if forms.iter().filter(|f| **f).count() != 1 {
+            let content = reply.text.is_some() || reply.reasoning.is_some() || !reply.blocks.is_empty();
+            if content == reply.error.is_some() {
                 return Err(invalid(format!(
-                    "reply {} must have exactly one of text/reasoning, blocks or error",
+                    "reply {} must have either content (text, reasoning, blocks) or an error",
                     i + 1
                 )));
             }
@@ -622,7 +622,7 @@ mod tests {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(err.contains("exactly one of"), "{err}");
+        assert!(err.contains("either content"), "{err}");
         let _ = std::fs::remove_file(path);
     }
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every check and test of dsh-rs: formatting, clippy, the Rust unit,
+# property and black-box tests, and the interop tests in which the official
+# Python SDK drives the built binary. Creates its own Python venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked
+
+echo "== python interop (official deepseek-harness-sdk drives target/debug/dsh)"
+venv="${DSH_TEST_VENV:-target/venv}"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps 'deepseek-harness-sdk==0.2.1rc2'
+"$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8'
+DSH_BIN="$PWD/target/debug/dsh" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider
