@@ -27,16 +27,8 @@ def event_index(raw, type_: str, turn: int, start: int = 0) -> int:
 
 
 def wait_until_idle(raw) -> int:
-    """session/wait answers {} once the session is idle: after its idle notification."""
-    start = len(raw.frames)
-    wait_id = raw.send_request("session/wait", {"sessionId": SID})
-    wait_index, response = raw.response_to(wait_id, start=start)
-    assert response.get("result") == {}, response
-    idle_index = raw.status(SID, "idle")
-    assert idle_index < wait_index, (
-        f"session/wait answered (frame {wait_index}) before session.status idle (frame {idle_index})"
-    )
-    return wait_index
+    """Wait for the session's idle notification (there is exactly one: after the last queued turn)."""
+    return raw.status(SID, "idle")
 
 
 def send_prompt(raw, text: str) -> str:
@@ -59,7 +51,7 @@ def test_prompt_while_busy_is_queued_and_runs_next(make_raw, workspace, scenario
     response_index, response = raw.response_to(second_id, start=second_start)
     message_id = response["result"]["messageId"]
 
-    wait_index = wait_until_idle(raw)
+    wait_until_idle(raw)
 
     turn1_end = event_index(raw, "turn/end", 1)
     # the follow-up was admitted while turn 1 was still running and answered at once
@@ -137,3 +129,20 @@ def test_prompt_while_busy_through_sdk_client(make_client, workspace, scenario):
     answers = [text_of(e["data"]["message"]) for e in events if e["type"] == "assistant/message"]
     assert answers == ["slow", "queued"]
     assert [n.payload["status"] for n in collected if n.method == "session.status"] == ["running", "idle"]
+
+
+def test_session_wait_on_busy_session_answers_after_idle(make_raw, workspace, scenario):
+    """The official client flow of prompt_while_busy: prompt, prompt while busy, session/wait."""
+    raw = make_raw()
+    raw.initialize(workspace, model=scenario([{"text": "slow", "delay_ms": 800}, {"text": "queued"}]))
+    raw.response_to(send_prompt(raw, "first"))
+    raw.response_to(send_prompt(raw, "second"))
+    start = len(raw.frames)
+    wait_id = raw.send_request("session/wait", {"sessionId": SID})
+    wait_index, response = raw.response_to(wait_id, start=start)
+    assert response["result"] == {}
+    idle_index = raw.status(SID, "idle")
+    assert idle_index < wait_index, (
+        f"session/wait answered (frame {wait_index}) before session.status idle (frame {idle_index})"
+    )
+    assert [kind(f) for f in raw.frames[idle_index - 1:idle_index + 1]] == ["turn/end", "status:idle"]

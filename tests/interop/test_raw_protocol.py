@@ -212,6 +212,20 @@ def test_session_wait_returns_after_idle(make_raw, workspace, scenario):
     assert raw.result("session/wait", {"sessionId": "s-wait"}) == {}
 
 
+def test_session_wait_never_answers_before_idle_notification(raw_echo):
+    """Repeated prompt + wait: the {} answer always follows the session's idle (ordering race check)."""
+    for n in range(10):
+        sid = f"s-wait-order-{n}"
+        raw_echo.prompt(sid, "hi")
+        start = len(raw_echo.frames)
+        wait_id = raw_echo.send_request("session/wait", {"sessionId": sid})
+        wait_index, _ = raw_echo.response_to(wait_id, start=start)
+        idle_index = raw_echo.status(sid, "idle")
+        assert idle_index < wait_index, (
+            f"round {n}: session/wait answered (frame {wait_index}) before idle (frame {idle_index})"
+        )
+
+
 def test_session_wait_after_working_directory_creation(raw_echo):
     raw_echo.result("session/working-directory/get", {"sessionId": "s-idle"})
     assert raw_echo.result("session/wait", {"sessionId": "s-idle"}) == {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from interop_support import all_of, first, run_bounded, text_of, types
+from interop_support import all_of, first, run_bounded, types
 
 UNKNOWN = "no_such_tool"  # never a real tool, so always UNKNOWN_TOOL
 
