@@ -132,17 +132,20 @@ def test_prompt_while_busy_through_sdk_client(make_client, workspace, scenario):
 
 
 def test_session_wait_on_busy_session_answers_after_idle(make_raw, workspace, scenario):
-    """The official client flow of prompt_while_busy: prompt, prompt while busy, session/wait."""
+    """The official client flow of prompt_while_busy (prompt, prompt while busy, session/wait),
+    repeated on fresh sessions: the {} answer must always follow the idle notification."""
     raw = make_raw()
-    raw.initialize(workspace, model=scenario([{"text": "slow", "delay_ms": 800}, {"text": "queued"}]))
-    raw.response_to(send_prompt(raw, "first"))
-    raw.response_to(send_prompt(raw, "second"))
-    start = len(raw.frames)
-    wait_id = raw.send_request("session/wait", {"sessionId": SID})
-    wait_index, response = raw.response_to(wait_id, start=start)
-    assert response["result"] == {}
-    idle_index = raw.status(SID, "idle")
-    assert idle_index < wait_index, (
-        f"session/wait answered (frame {wait_index}) before session.status idle (frame {idle_index})"
-    )
-    assert [kind(f) for f in raw.frames[idle_index - 1:idle_index + 1]] == ["turn/end", "status:idle"]
+    raw.initialize(workspace, model=scenario([{"text": "slow", "delay_ms": 300}, {"text": "queued"}]))
+    for n in range(6):
+        sid = f"session-busy-wait-{n}"
+        for text in ("first", "second"):
+            raw.result("session/prompt", {"sessionId": sid, "contentBlocks": [{"type": "text", "text": text}]})
+        start = len(raw.frames)
+        wait_id = raw.send_request("session/wait", {"sessionId": sid})
+        wait_index, response = raw.response_to(wait_id, start=start)
+        assert response["result"] == {}
+        idle_index = raw.status(sid, "idle")
+        assert idle_index < wait_index, (
+            f"round {n}: session/wait answered (frame {wait_index}) before session.status idle (frame {idle_index})"
+        )
+        assert [kind(f) for f in raw.frames[idle_index - 1:idle_index + 1]] == ["turn/end", "status:idle"]

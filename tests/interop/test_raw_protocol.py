@@ -212,15 +212,17 @@ def test_session_wait_returns_after_idle(make_raw, workspace, scenario):
     assert raw.result("session/wait", {"sessionId": "s-wait"}) == {}
 
 
-def test_session_wait_never_answers_before_idle_notification(raw_echo):
+def test_session_wait_never_answers_before_idle_notification(make_raw, workspace, scenario):
     """Repeated prompt + wait: the {} answer always follows the session's idle (ordering race check)."""
+    raw = make_raw()
+    raw.initialize(workspace, model=scenario([{"text": "slow", "delay_ms": 100}]))
     for n in range(10):
         sid = f"s-wait-order-{n}"
-        raw_echo.prompt(sid, "hi")
-        start = len(raw_echo.frames)
-        wait_id = raw_echo.send_request("session/wait", {"sessionId": sid})
-        wait_index, _ = raw_echo.response_to(wait_id, start=start)
-        idle_index = raw_echo.status(sid, "idle")
+        raw.prompt(sid, "hi")
+        start = len(raw.frames)
+        wait_id = raw.send_request("session/wait", {"sessionId": sid})
+        wait_index, _ = raw.response_to(wait_id, start=start)
+        idle_index = raw.status(sid, "idle")
         assert idle_index < wait_index, (
             f"round {n}: session/wait answered (frame {wait_index}) before idle (frame {idle_index})"
         )

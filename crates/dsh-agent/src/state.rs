@@ -2,6 +2,7 @@ use dsh_session::{EventDraft, EventLog, Message, SessionStatus, UserMessage, eve
 use serde::Serialize;
 use serde_json::json;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// A turn whose claims are done and whose steps have not run yet.
@@ -23,7 +24,7 @@ pub struct State {
     /// Context waiting for the next step boundary.
     pub next_step: Vec<UserMessage>,
     /// Model-visible history (without the system message).
-    pub history: Vec<Message>,
+    pub history: Vec<Arc<Message>>,
     /// Whether the agent is working (`running` announced, `idle` not yet).
     pub running: bool,
     /// The last turn number started.
@@ -99,16 +100,17 @@ impl State {
             return false;
         }
         self.running = true;
-        self.activity.send_replace(true);
         self.log.status(SessionStatus::Running);
+        self.activity.send_replace(true);
         self.begin_turn();
         true
     }
 
-    /// Announces `idle`.
+    /// Announces `idle`, then releases waiters: a `session/wait` response
+    /// must never overtake the `idle` notification.
     pub fn go_idle(&mut self) {
         self.running = false;
-        self.activity.send_replace(false);
         self.log.status(SessionStatus::Idle);
+        self.activity.send_replace(false);
     }
 }

@@ -10,6 +10,7 @@ use dsh_session::{
     new_message_id, now_ms, text_block, text_of,
 };
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Runs the steps of turn `turn` over the `claimed` messages and returns the
@@ -70,7 +71,7 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         state.emit(EventDraft::surfaced(events::ASSISTANT_MESSAGE, &data));
         let calls: Vec<(String, String, String)> =
             message.content.iter().filter_map(tool_call).collect();
-        state.history.push(Message::Assistant(message));
+        state.history.push(Arc::new(Message::Assistant(message)));
         if finish == FinishReason::MaxTokens {
             state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
             return json!({"kind": "max-tokens"});
@@ -120,7 +121,7 @@ fn run_tool(state: &mut State, turn: u32, step: u32, call_id: &str, name: &str, 
         source_event_seqs: Some(&seqs),
         ..EventDraft::surfaced(events::TOOL_RESULT, &data)
     });
-    state.history.push(Message::Tool(message));
+    state.history.push(Arc::new(Message::Tool(message)));
 }
 
 /// Appends the step's context events (system prompt, claimed messages,
@@ -147,13 +148,13 @@ fn prepare_request(
         if message.source_kind() == Some("user") {
             prompt = Some((seq, text_of(&message.content).collect::<Vec<_>>().join(" ")));
         }
-        state.history.push(Message::User(message));
+        state.history.push(Arc::new(Message::User(message)));
     }
     let context = runtime_context(inner, state);
     if state.runtime_context.as_deref() != Some(context.content_text()) {
         state.runtime_context = Some(context.content_text().to_owned());
         state.emit(EventDraft::surfaced(events::USER_MESSAGE, &context.message));
-        state.history.push(Message::User(context.message));
+        state.history.push(Arc::new(Message::User(context.message)));
     }
     if let Some(reason) = state.header_reason.take() {
         let (config, defaults) = inner.route.header_config();

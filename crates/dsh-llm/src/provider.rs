@@ -29,8 +29,9 @@ pub struct ModelRequest {
     pub route: Route,
     /// The system prompt text.
     pub system: String,
-    /// The model-visible history, oldest first (no system message).
-    pub messages: Vec<Message>,
+    /// The model-visible history, oldest first (no system message); shared
+    /// with the agent, so building a request does not copy messages.
+    pub messages: Vec<Arc<Message>>,
     /// Tools the model may call.
     pub tools: Arc<Vec<ToolSpec>>,
 }

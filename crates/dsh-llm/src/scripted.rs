@@ -36,7 +36,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Provider name.
@@ -225,7 +225,8 @@ impl Scenario {
         };
         let scenario: Self = serde_yaml_ng::from_str(&text).map_err(|e| invalid(e.to_string()))?;
         for (i, reply) in scenario.replies.iter().enumerate() {
-            let content = reply.text.is_some() || reply.reasoning.is_some() || !reply.blocks.is_empty();
+            let content =
+                reply.text.is_some() || reply.reasoning.is_some() || !reply.blocks.is_empty();
             if content == reply.error.is_some() {
                 return Err(invalid(format!(
                     "reply {} must have either content (text, reasoning, blocks) or an error",
@@ -448,22 +449,28 @@ fn quarter(chars: usize) -> u64 {
     u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
 }
 
+/// A quarter of the characters of the system prompt and every text block.
 fn estimate_input(request: &ModelRequest) -> u64 {
-    let mut chars = request.system.chars().count();
-    for message in &request.messages {
-        chars += serde_json::to_string(message)
-            .map(|s| s.chars().count())
-            .unwrap_or(0);
-    }
-    quarter(chars)
+    let chars = |content: &[Value]| text_of(content).map(|t| t.chars().count()).sum::<usize>();
+    let history: usize = request
+        .messages
+        .iter()
+        .map(|m| match m.as_ref() {
+            Message::User(u) => chars(&u.content),
+            Message::System(s) => chars(&s.content),
+            Message::Assistant(a) => chars(&a.content),
+            Message::Tool(t) => chars(&t.content),
+        })
+        .sum();
+    quarter(request.system.chars().count() + history)
 }
 
 /// The text of the latest user prompt (`source.kind == "user"`).
-fn latest_prompt_text(messages: &[Message]) -> String {
+fn latest_prompt_text(messages: &[Arc<Message>]) -> String {
     messages
         .iter()
         .rev()
-        .find_map(|m| match m {
+        .find_map(|m| match m.as_ref() {
             Message::User(u) if u.source_kind() == Some("user") => {
                 Some(text_of(&u.content).collect::<Vec<_>>().join("\n"))
             }
@@ -474,9 +481,9 @@ fn latest_prompt_text(messages: &[Message]) -> String {
 
 /// Like the official Messages serialiser: user content other than text and
 /// images cannot be represented.
-fn check_content(messages: &[Message]) -> Result<(), LlmFailure> {
+fn check_content(messages: &[Arc<Message>]) -> Result<(), LlmFailure> {
     for message in messages {
-        let (role, content) = match message {
+        let (role, content) = match message.as_ref() {
             Message::User(u) => ("user", &u.content),
             Message::Tool(t) => ("tool-result", &t.content),
             _ => continue,
@@ -502,7 +509,6 @@ mod tests {
     use super::*;
     use crate::{Accumulator, Route, Settled};
     use dsh_session::{UserMessage, text_block};
-    use std::sync::Arc;
     use tokio::sync::mpsc;
 
     fn request(session: &str, prompt: &str) -> ModelRequest {
@@ -515,10 +521,10 @@ mod tests {
                 max_tokens: None,
             },
             system: "sys".into(),
-            messages: vec![Message::User(UserMessage::new(
+            messages: vec![Arc::new(Message::User(UserMessage::new(
                 vec![text_block(prompt)],
                 json!({"kind": "user"}),
-            ))],
+            )))],
             tools: Arc::new(Vec::new()),
         }
     }
@@ -630,10 +636,10 @@ mod tests {
     async fn unknown_user_content_is_unsupported() {
         let provider = ScriptedProvider::for_model(ECHO).unwrap_or_else(|e| panic!("{e}"));
         let mut req = request("s", "x");
-        req.messages = vec![Message::User(UserMessage::new(
+        req.messages = vec![Arc::new(Message::User(UserMessage::new(
             vec![json!({"type":"weird","x":1})],
             json!({"kind":"user"}),
-        ))];
+        )))];
         let Settled::Failed(f) = settle(&provider, req).await else {
             panic!()
         };
