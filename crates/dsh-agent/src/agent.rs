@@ -1,7 +1,7 @@
 use crate::profile::Profile;
 use crate::state::State;
 use crate::turn;
-use dsh_llm::{Provider, Route, ToolSpec};
+use dsh_llm::{Provider, RetryPolicy, Route, ToolSpec};
 use dsh_session::{EventLog, EventObserver, UserMessage, events};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -19,6 +19,8 @@ pub struct AgentConfig {
     pub route: Route,
     /// The mounted provider of that route.
     pub provider: Arc<dyn Provider>,
+    /// How failed model attempts are retried.
+    pub retry: RetryPolicy,
     /// The session's workspace (header `cwd`): sandbox root and initial
     /// working directory.
     pub workspace: PathBuf,
@@ -32,6 +34,7 @@ pub(crate) struct Inner {
     pub profile: Arc<Profile>,
     pub route: Route,
     pub provider: Arc<dyn Provider>,
+    pub retry: RetryPolicy,
     pub workspace: PathBuf,
     pub tools: Arc<Vec<ToolSpec>>,
     state: Mutex<State>,
@@ -92,6 +95,7 @@ impl Agent {
             profile,
             route: config.route,
             provider: config.provider,
+            retry: config.retry,
             workspace: config.workspace,
             tools: Arc::new(Vec::new()),
             state: Mutex::new(state),

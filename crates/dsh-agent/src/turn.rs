@@ -11,6 +11,7 @@ use dsh_session::{
 };
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Runs the steps of turn `turn` over the `claimed` messages and returns the
@@ -31,24 +32,47 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
             }
             prepare_request(inner, &mut state, turn, step, std::mem::take(&mut claimed))
         };
-        let (stream, settled) = attempt(inner, request).await;
-        let mut state = inner.state();
-        let (content, usage, replay_state, finish) = match settled {
-            Settled::Failed(failure) => {
+        let mut retry = 0u32;
+        let retry_id = new_message_id();
+        let (stream, content, usage, replay_state, finish) = loop {
+            let (stream, settled) = attempt(inner, request.clone()).await;
+            let failure = match settled {
+                Settled::Message { content, usage, replay_state, finish } => {
+                    break (stream, content, usage, replay_state, finish);
+                }
+                Settled::Failed(failure) => failure,
+            };
+            let delay_ms = {
+                let mut state = inner.state();
+                state.event(events::ASSISTANT_ATTEMPT, &json!({"turn": turn, "step": step, "stream": stream}));
+                retry += 1;
+                let Some(delay_ms) = inner.retry.delay_ms(retry, &failure) else {
+                    state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+                    return json!({"kind": "error", "error": failure});
+                };
                 state.event(
-                    events::ASSISTANT_ATTEMPT,
-                    &json!({"turn": turn, "step": step, "stream": stream}),
+                    events::LLM_RETRY,
+                    &json!({
+                        "retryId": retry_id,
+                        "turn": turn,
+                        "step": step,
+                        "provider": inner.route.provider,
+                        "mode": "normal",
+                        "policyKey": inner.retry.policy_key(),
+                        "retry": retry,
+                        "maxRetries": inner.retry.max_retries,
+                        "delayMs": delay_ms,
+                        "failure": failure,
+                    }),
                 );
-                state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
-                return json!({"kind": "error", "error": failure});
-            }
-            Settled::Message {
-                content,
-                usage,
-                replay_state,
-                finish,
-            } => (content, usage, replay_state, finish),
+                delay_ms
+            };
+            tokio::time::sleep(Duration::from_secs_f64(delay_ms / 1000.0)).await;
+            inner
+                .state()
+                .event(events::LLM_RETRY_STARTED, &json!({"retryId": retry_id, "turn": turn, "step": step, "retry": retry}));
         };
+        let mut state = inner.state();
         let message = AssistantMessage {
             role: Default::default(),
             content,

@@ -8,17 +8,24 @@
 //! [`LlmFailure`]).
 //!
 //! Providers built in: `scripted` (offline and deterministic, see
-//! [`scripted`]) and `deepseek-official`.
+//! [`scripted`]), `deepseek-official` (DeepSeek's Messages API, see
+//! [`deepseek`]) and `openai-compatible` (chat completions, see [`openai`]).
+//! Failed attempts are retried by the agent under a [`RetryPolicy`].
 
 mod accumulate;
+mod attachments;
 mod chunk;
-mod deepseek;
 mod failure;
+mod http;
 mod provider;
 mod record;
 mod registry;
+mod retry;
 mod route;
+mod sse;
 
+pub mod deepseek;
+pub mod openai;
 pub mod scripted;
 
 pub use accumulate::{Accumulator, Settled};
@@ -26,5 +33,8 @@ pub use chunk::{BlockType, FinishReason, StreamChunk, Usage};
 pub use failure::LlmFailure;
 pub use provider::{ChunkSender, ModelRequest, Provider, ToolSpec};
 pub use record::StreamRecorder;
-pub use registry::{ProviderRegistry, RouteError};
+pub use attachments::{AdmitError, AttachmentStore};
+pub use http::DEFAULT_IDLE_TIMEOUT;
+pub use registry::{ProviderEnv, ProviderRegistry, RouteError};
+pub use retry::{RETRYABLE, RetryPolicy};
 pub use route::{DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, EFFORTS, ModelInfo, Route};

@@ -120,16 +120,19 @@ pub struct ModelInfo {
     /// `Some("in-history")` when later system prompt changes are sent as
     /// history entries.
     pub system_prompt_update: Option<&'static str>,
+    /// Whether the model accepts image input.
+    pub accepts_images: bool,
 }
 
 impl Route {
     /// Catalog facts for this route's model; unknown models get the
     /// default window.
     pub fn model_info(&self) -> ModelInfo {
-        let in_history = self.provider == "deepseek-official" && self.model == "deepseek-flash";
+        let flash = self.provider == "deepseek-official" && self.model == "deepseek-flash";
         ModelInfo {
             context_window: DEFAULT_CONTEXT_WINDOW,
-            system_prompt_update: in_history.then_some("in-history"),
+            system_prompt_update: flash.then_some("in-history"),
+            accepts_images: flash,
         }
     }
 }

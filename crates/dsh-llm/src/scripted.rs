@@ -101,6 +101,12 @@ pub struct Reply {
     /// Usage figures to report.
     #[serde(default)]
     pub usage: Option<ScriptedUsage>,
+    /// Cut the stream after the first delta (the reply never finishes).
+    #[serde(default)]
+    pub cut: bool,
+    /// Pause this long after the first delta (mid-stream).
+    #[serde(default)]
+    pub stall_ms: Option<u64>,
 }
 
 /// Text given whole or as streamed deltas.
@@ -200,6 +206,10 @@ pub struct ScriptedError {
     /// Request id to report.
     #[serde(default)]
     pub request_id: Option<String>,
+    /// Provider error type for HTTP error bodies (`api_error`, …); derived
+    /// from the status when absent.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
 }
 
 /// Scripted usage figures.
@@ -286,6 +296,8 @@ impl ScriptedProvider {
                 error: None,
                 delay_ms: None,
                 usage: None,
+                cut: false,
+                stall_ms: None,
             }),
             Mode::Script(scenario) => {
                 let mut next = self.next_reply.lock().map_err(|_| {
@@ -329,7 +341,25 @@ impl Provider for ScriptedProvider {
             if let Some(delay) = reply.delay_ms {
                 tokio::time::sleep(Duration::from_millis(delay)).await;
             }
-            play(&reply, &model, input_estimate, &out);
+            let mut first_delta = true;
+            for chunk in chunks(&reply, &model, input_estimate) {
+                let delta = matches!(
+                    chunk,
+                    StreamChunk::TextDelta { .. } | StreamChunk::ReasoningDelta { .. } | StreamChunk::ToolCallDelta { .. }
+                );
+                if out.send(chunk).is_err() {
+                    return;
+                }
+                if delta && std::mem::take(&mut first_delta) {
+                    if let Some(stall) = reply.stall_ms {
+                        tokio::time::sleep(Duration::from_millis(stall)).await;
+                    }
+                    if reply.cut {
+                        let message = format!("{NAME} stream was cut before its finish");
+                        return finish_error(&out, LlmFailure::new("STREAM_CLOSED", message));
+                    }
+                }
+            }
         });
     }
 }
@@ -341,7 +371,9 @@ fn finish_error(out: &ChunkSender, failure: LlmFailure) {
     });
 }
 
-fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
+/// The chunks of one reply, in order.
+fn chunks(reply: &Reply, model: &str, input_estimate: u64) -> Vec<StreamChunk> {
+    let mut out = Vec::new();
     if let Some(error) = &reply.error {
         let failure = LlmFailure {
             message: error.message.clone(),
@@ -350,7 +382,8 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
             provider_retry_after_ms: error.retry_after_ms,
             request_id: error.request_id.clone(),
         };
-        return finish_error(out, failure);
+        out.push(StreamChunk::Finish { reason: FinishReason::Error { failure }, replay_state: None });
+        return out;
     }
     let mut blocks = Vec::new();
     if let Some(reasoning) = &reply.reasoning {
@@ -377,14 +410,14 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
                 } else {
                     (BlockType::Text, "text")
                 };
-                let _ = out.send(StreamChunk::BlockStart { index, block_type });
+                out.push(StreamChunk::BlockStart { index, block_type });
                 for text in deltas {
                     let chunk = if reasoning {
                         StreamChunk::ReasoningDelta { index, text }
                     } else {
                         StreamChunk::TextDelta { index, text }
                     };
-                    let _ = out.send(chunk);
+                    out.push(chunk);
                 }
                 (name, json!({"type": name, "text": whole}))
             }
@@ -397,17 +430,17 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
                     Some(value) => value.to_string(),
                 };
                 output_chars += arguments.chars().count();
-                let _ = out.send(StreamChunk::BlockStart {
+                out.push(StreamChunk::BlockStart {
                     index,
                     block_type: BlockType::ToolCall,
                 });
-                let _ = out.send(StreamChunk::ToolCallDelta {
+                out.push(StreamChunk::ToolCallDelta {
                     index,
                     id: id.clone(),
                     name: Some(call.name.clone()),
                     arguments_delta: String::new(),
                 });
-                let _ = out.send(StreamChunk::ToolCallDelta {
+                out.push(StreamChunk::ToolCallDelta {
                     index,
                     id: id.clone(),
                     name: None,
@@ -419,7 +452,7 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
                 )
             }
         };
-        let _ = out.send(StreamChunk::BlockEnd {
+        out.push(StreamChunk::BlockEnd {
             index,
             block: complete,
         });
@@ -429,7 +462,7 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
         Some(u) => Usage::new(u.input_tokens, u.output_tokens),
         None => Usage::new(input_estimate, quarter(output_chars)),
     };
-    let _ = out.send(StreamChunk::Usage { usage });
+    out.push(StreamChunk::Usage { usage });
     let reason = match reply.stop {
         Some(Stop::EndTurn) => FinishReason::Stop,
         Some(Stop::ToolUse) => FinishReason::ToolCalls,
@@ -439,10 +472,11 @@ fn play(reply: &Reply, model: &str, input_estimate: u64, out: &ChunkSender) {
     };
     let replay_state =
         json!({"response": {"kind": NAME, "version": 1, "model": model}, "blocks": replay_blocks});
-    let _ = out.send(StreamChunk::Finish {
+    out.push(StreamChunk::Finish {
         reason,
         replay_state: Some(replay_state),
     });
+    out
 }
 
 fn quarter(chars: usize) -> u64 {

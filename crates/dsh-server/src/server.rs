@@ -2,7 +2,7 @@ use crate::RpcError;
 use crate::handlers;
 use crate::publish::Publisher;
 use dsh_agent::{Agent, AgentConfig, Profile};
-use dsh_llm::{Provider, ProviderRegistry, Route};
+use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
 use dsh_protocol::methods::{EmptyResult, SESSION_WAIT, SHUTDOWN};
 use dsh_protocol::{FrameWriter, Incoming, JsonObject, LineReader, Outgoing, Request, classify};
 use serde_json::Value;
@@ -18,6 +18,8 @@ pub struct ServerConfig {
     pub profile: Profile,
     /// Mounts providers for `initialize` routes.
     pub registry: ProviderRegistry,
+    /// How failed model attempts are retried.
+    pub retry: RetryPolicy,
     /// The runtime process's cwd, against which a relative `initialize.cwd`
     /// resolves.
     pub process_cwd: PathBuf,
@@ -48,6 +50,7 @@ pub(crate) struct ServerInner {
     pub writer: FrameWriter,
     pub profile: Arc<Profile>,
     pub registry: ProviderRegistry,
+    pub retry: RetryPolicy,
     pub process_cwd: PathBuf,
     muted: Arc<AtomicBool>,
     state: Mutex<Registry>,
@@ -70,6 +73,7 @@ impl Server {
                 writer,
                 profile: Arc::new(config.profile),
                 registry: config.registry,
+                retry: config.retry,
                 process_cwd: config.process_cwd,
                 muted: Arc::new(AtomicBool::new(false)),
                 state: Mutex::new(Registry::default()),
@@ -112,6 +116,7 @@ impl Server {
             profile: Arc::clone(&self.inner.profile),
             route: init.route,
             provider: init.provider,
+            retry: self.inner.retry.clone(),
             workspace: init.cwd,
             observer: Some(Arc::new(publisher)),
         }));

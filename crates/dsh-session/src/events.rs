@@ -36,3 +36,7 @@ pub const PERMISSION_PRESET: &str = "permission/preset";
 pub const SANDBOX_MODE: &str = "sandbox/mode";
 /// `{policy}`.
 pub const APPROVAL_POLICY: &str = "approval/policy";
+/// A failed attempt will be retried: `{retryId, turn, step, provider, mode, policyKey, retry, maxRetries, delayMs, failure}`.
+pub const LLM_RETRY: &str = "llm/retry";
+/// The back-off ended: `{retryId, turn, step, retry}`.
+pub const LLM_RETRY_STARTED: &str = "llm/retry-started";

@@ -10,6 +10,7 @@ mod log;
 mod message;
 
 pub mod events;
+pub mod store;
 
 pub use log::{EventDraft, EventLog, EventObserver, SessionStatus, now_ms};
 pub use message::{

@@ -3,11 +3,12 @@
 
 use crate::cli::Cli;
 use dsh_agent::{PermissionMode, Profile};
-use dsh_llm::ProviderRegistry;
+use dsh_llm::{DEFAULT_IDLE_TIMEOUT, ProviderEnv, ProviderRegistry, RetryPolicy};
 use dsh_server::ServerConfig;
 use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Why the launcher refused to start; the text is the stderr line.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +46,14 @@ pub enum LaunchError {
     /// A bad `DSH_PERMISSION_MODE`.
     #[error("dsh: DSH_PERMISSION_MODE: {0}")]
     PermissionMode(String),
+    /// A numeric setting is not a number.
+    #[error("dsh: {name} must be a whole number of milliseconds, got \"{value}\"")]
+    NotMillis {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// The process cwd is unusable.
     #[error("dsh: cannot determine the current directory: {0}")]
     Cwd(std::io::Error),
@@ -71,7 +80,8 @@ pub enum Prepared {
 /// A validated launch.
 pub struct Launch {
     profile: Profile,
-    env: LaunchEnv,
+    providers: ProviderEnv,
+    retry: RetryPolicy,
     process_cwd: PathBuf,
 }
 
@@ -98,12 +108,10 @@ impl Launch {
         for patch in &cli.patches {
             env.apply_overlay(&process_cwd.join(patch))?;
         }
-        if env
-            .get("DSH_HOME")
-            .is_none_or(|home| home.trim().is_empty())
-        {
+        let Some(home) = env.get("DSH_HOME") else {
             return Err(LaunchError::NoHome(name.to_owned()));
-        }
+        };
+        let dsh_home = resolve_home(&home, &process_cwd, env.get("HOME").as_deref());
         let profile = if name == "sdk" {
             let mode = match env.get("DSH_PERMISSION_MODE") {
                 Some(mode) => mode.parse().map_err(LaunchError::PermissionMode)?,
@@ -113,21 +121,46 @@ impl Launch {
         } else {
             Profile::sdk_minimal(env.get("DSH_SYSTEM_PROMPT"))
         };
-        Ok(Prepared::Run(Self {
-            profile,
-            env,
-            process_cwd,
-        }))
+        let providers = ProviderEnv {
+            dsh_home,
+            deepseek_api_key: env.get("DEEPSEEK_API_KEY"),
+            deepseek_base_url: env.get("DEEPSEEK_BASE_URL"),
+            openai_base_url: env.get("DSH_OPENAI_BASE_URL").or_else(|| env.get("OPENAI_BASE_URL")),
+            openai_api_key: env.get("DSH_OPENAI_API_KEY").or_else(|| env.get("OPENAI_API_KEY")),
+            idle_timeout: env
+                .millis("DSH_STREAM_IDLE_TIMEOUT_MS")?
+                .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_millis),
+        };
+        let defaults = RetryPolicy::default();
+        let retry = RetryPolicy {
+            initial_ms: env.millis("DSH_RETRY_INITIAL_MS")?.unwrap_or(defaults.initial_ms),
+            cap_ms: env.millis("DSH_RETRY_MAX_MS")?.unwrap_or(defaults.cap_ms),
+            ..defaults
+        };
+        Ok(Prepared::Run(Self { profile, providers, retry, process_cwd }))
     }
 
     /// The server configuration of this launch.
     pub fn server_config(self) -> ServerConfig {
         ServerConfig {
             profile: self.profile,
-            registry: ProviderRegistry::new(self.env.get("DEEPSEEK_API_KEY")),
+            registry: ProviderRegistry::new(self.providers),
+            retry: self.retry,
             process_cwd: self.process_cwd,
         }
     }
+}
+
+/// `DSH_HOME` made absolute: `~` expanded, relative paths against the cwd.
+fn resolve_home(home: &str, cwd: &Path, user_home: Option<&str>) -> PathBuf {
+    let home = home.trim();
+    let expanded = match (home.strip_prefix('~'), user_home) {
+        (Some(rest), Some(user)) if rest.is_empty() || rest.starts_with('/') => {
+            PathBuf::from(format!("{user}{rest}"))
+        }
+        _ => PathBuf::from(home),
+    };
+    cwd.join(expanded)
 }
 
 /// The launch environment: the process environment, then values from
@@ -139,10 +172,19 @@ struct LaunchEnv {
 }
 
 impl LaunchEnv {
+    /// The value of `key`; blank values count as unset.
     fn get(&self, key: &str) -> Option<String> {
         std::env::var(key)
             .ok()
             .or_else(|| self.overlay.get(key).cloned())
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// A millisecond setting.
+    fn millis(&self, name: &'static str) -> Result<Option<u64>, LaunchError> {
+        self.get(name)
+            .map(|value| value.trim().parse().map_err(|_| LaunchError::NotMillis { name, value }))
+            .transpose()
     }
 
     /// Reads one overlay. Honoured: `env:` (a map of variable → scalar);

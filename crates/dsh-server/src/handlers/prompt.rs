@@ -4,7 +4,8 @@ use super::result;
 use crate::{RpcError, Server, params};
 use dsh_protocol::JsonObject;
 use dsh_protocol::methods::PromptResult;
-use serde_json::Value;
+use dsh_llm::AdmitError;
+use serde_json::{Value, json};
 
 /// Validates the prompt (before anything is created), opens the session
 /// lazily and enqueues the prompt. When the session was idle, the receipt,
@@ -14,10 +15,30 @@ pub fn handle(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
     let session_id = params::non_empty_string(p, "sessionId").ok_or_else(|| {
         RpcError::InvalidParams("session/prompt requires a non-empty sessionId string".into())
     })?;
-    let blocks = content_blocks(p)?;
+    let blocks = admit_images(server, content_blocks(p)?)?;
     let agent = server.open_session(session_id)?;
     let message_id = agent.prompt(blocks);
     result(&PromptResult { message_id })
+}
+
+/// SDK image blocks (`{"type":"image","data":<base64>,"mimeType":…}`) are
+/// stored by content hash and replaced by `{"type":"image","attachment":…}`.
+fn admit_images(server: &Server, blocks: Vec<Value>) -> Result<Vec<Value>, RpcError> {
+    blocks
+        .into_iter()
+        .map(|block| match (block.get("type").and_then(Value::as_str), block.get("data")) {
+            (Some("image"), Some(data)) => {
+                let data = data.as_str().ok_or(AdmitError::NotCanonical).map_err(admit_error)?;
+                let attachment = server.inner().registry.attachments().admit(data).map_err(admit_error)?;
+                Ok(json!({"type": "image", "attachment": attachment}))
+            }
+            _ => Ok(block),
+        })
+        .collect()
+}
+
+fn admit_error(err: AdmitError) -> RpcError {
+    RpcError::InvalidParams(err.to_string())
 }
 
 /// `contentBlocks` must be an array of objects with a string `type`. Block

@@ -1,0 +1,183 @@
+//! A fake model server for tests.
+//!
+//! Plays the same scenario files as the `scripted` provider (see
+//! [`dsh_llm::scripted`]) over HTTP on 127.0.0.1, one reply per model request
+//! in arrival order, in both protocols:
+//!
+//! * `POST /v1/messages` (and `/messages`): the Messages API, as SSE;
+//! * `POST /v1/chat/completions` (and `/chat/completions`): chat
+//!   completions, as SSE ending with `data: [DONE]`;
+//! * `POST /v1/files`: `404`, as an API without the Files API answers.
+//!
+//! A reply's `error` becomes an HTTP error (status, `{"type":"error",
+//! "error":{type, message}}`, `request-id` and `retry-after` headers);
+//! `cut: true` breaks the connection after the first delta; `stall_ms`
+//! pauses after the first delta; `delay_ms` delays the response headers.
+//! Every request is recorded (API keys redacted to their length).
+
+mod render;
+
+use bytes::Bytes;
+use dsh_llm::scripted::{Reply, Scenario};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{Map, Value, json};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// The body type of every response.
+type Body = BoxBody<Bytes, std::io::Error>;
+
+/// A running fake server.
+pub struct FakeServer {
+    addr: SocketAddr,
+    state: Arc<State>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct State {
+    replies: Vec<Reply>,
+    next: Mutex<usize>,
+    requests: Mutex<Vec<Value>>,
+    on_request: Option<Box<dyn Fn(&Value) + Send + Sync>>,
+}
+
+impl FakeServer {
+    /// Starts serving `scenario` on an ephemeral 127.0.0.1 port.
+    /// `on_request` sees every recorded request as it arrives.
+    pub async fn start(
+        scenario: Scenario,
+        on_request: Option<Box<dyn Fn(&Value) + Send + Sync>>,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State {
+            replies: scenario.replies,
+            next: Mutex::new(0),
+            requests: Mutex::new(Vec::new()),
+            on_request,
+        });
+        let shared = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let state = Arc::clone(&shared);
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| handle(Arc::clone(&state), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Ok(Self { addr, state, task })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request so far: `{seq, method, path, headers, body}`.
+    pub fn requests(&self) -> Vec<Value> {
+        self.state.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, std::io::Error> {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_owned();
+    let mut headers = Map::new();
+    for (name, value) in req.headers() {
+        let value = value.to_str().unwrap_or("<binary>");
+        let shown = match name.as_str() {
+            "x-api-key" | "authorization" => format!("<redacted len={}>", value.len()),
+            _ => value.to_owned(),
+        };
+        headers.insert(name.as_str().to_owned(), json!(shown));
+    }
+    let bytes = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body: Value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| json!({"__raw__": String::from_utf8_lossy(&bytes)}));
+    let record = {
+        let mut requests = state.requests.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        let record = json!({"seq": requests.len() + 1, "method": method, "path": path, "headers": headers, "body": body});
+        requests.push(record.clone());
+        record
+    };
+    if let Some(on_request) = &state.on_request {
+        on_request(&record);
+    }
+    let protocol = match path.trim_start_matches("/v1") {
+        "/messages" => render::Protocol::Messages,
+        "/chat/completions" => render::Protocol::Chat,
+        _ => return Ok(plain(StatusCode::NOT_FOUND, json!({"type": "error", "error": {"type": "not_found_error", "message": format!("no route {path}")}}))),
+    };
+    let reply = {
+        let mut next = state.next.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        let reply = state.replies.get(*next).cloned();
+        *next += 1;
+        reply
+    };
+    let Some(reply) = reply else {
+        return Ok(plain(StatusCode::INTERNAL_SERVER_ERROR, json!({"type": "error", "error": {"type": "api_error", "message": "fake model: scenario has no reply left"}})));
+    };
+    if let Some(delay) = reply.delay_ms {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    if let Some(error) = &reply.error {
+        return Ok(render::error_response(error));
+    }
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("fake").to_owned();
+    let input_tokens = u64::try_from(bytes.len() / 4).unwrap_or(u64::MAX);
+    let events = render::events(protocol, &reply, &model, input_tokens);
+    Ok(stream_response(events, reply.stall_ms, reply.cut))
+}
+
+fn plain(status: StatusCode, body: Value) -> Response<Body> {
+    let mut response = Response::new(full(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
+    response
+}
+
+fn full(text: String) -> Body {
+    Full::new(Bytes::from(text)).map_err(|never| match never {}).boxed()
+}
+
+/// Streams SSE frames; after the first delta frame, stalls and/or cuts.
+fn stream_response(frames: Vec<render::Frame>, stall_ms: Option<u64>, cut: bool) -> Response<Body> {
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
+    tokio::spawn(async move {
+        let mut seen_delta = false;
+        for frame in frames {
+            if tx.send(Ok(Frame::data(Bytes::from(frame.text)))).await.is_err() {
+                return;
+            }
+            if frame.delta && !seen_delta {
+                seen_delta = true;
+                if let Some(stall) = stall_ms {
+                    tokio::time::sleep(Duration::from_millis(stall)).await;
+                }
+                if cut {
+                    let _ = tx.send(Err(std::io::Error::other("fake model: stream cut"))).await;
+                    return;
+                }
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+    let mut response = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
+    response
+}

@@ -1,0 +1,144 @@
+//! The attachment store: prompt images kept by content hash under
+//! `DSH_HOME/attachments/v1/objects/<hex[0:2]>/<sha256 hex>`.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Why an image could not be admitted (the text is the wire error).
+#[derive(Debug, thiserror::Error)]
+pub enum AdmitError {
+    /// `data` is not canonical base64.
+    #[error("Image upload is not canonical base64.")]
+    NotCanonical,
+    /// The bytes are not an image this runtime can pass on.
+    #[error("Image upload is not a PNG, JPEG, WebP or GIF image.")]
+    NotAnImage,
+    /// Storing the bytes failed.
+    #[error("Image upload could not be stored: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Content-addressed image storage.
+#[derive(Debug, Clone)]
+pub struct AttachmentStore {
+    root: PathBuf,
+}
+
+impl AttachmentStore {
+    /// The store of `dsh_home`. Nothing is created until an image is admitted.
+    pub fn new(dsh_home: &Path) -> Self {
+        Self { root: dsh_home.join("attachments").join("v1") }
+    }
+
+    /// Where the object with this sha256 hex digest lives.
+    pub fn object_path(&self, hex: &str) -> PathBuf {
+        self.root.join("objects").join(hex.get(..2).unwrap_or("00")).join(hex)
+    }
+
+    /// Decodes an SDK image block's `data`, stores the bytes (atomically,
+    /// 0600, once per content) and returns the `attachment` object.
+    pub fn admit(&self, data: &str) -> Result<Value, AdmitError> {
+        let bytes = STANDARD.decode(data).map_err(|_| AdmitError::NotCanonical)?;
+        if STANDARD.encode(&bytes) != data {
+            return Err(AdmitError::NotCanonical);
+        }
+        let media_type = media_type(&bytes).ok_or(AdmitError::NotAnImage)?;
+        let size = imagesize::blob_size(&bytes).map_err(|_| AdmitError::NotAnImage)?;
+        let hex = hex_digest(&bytes);
+        let path = self.object_path(&hex);
+        if !path.exists() {
+            self.write_atomically(&path, &bytes)?;
+        }
+        Ok(json!({
+            "attachmentId": format!("sha256:{hex}"),
+            "mediaType": media_type,
+            "width": size.width,
+            "height": size.height,
+            "bytes": bytes.len(),
+        }))
+    }
+
+    /// The stored bytes of an `attachment` object.
+    pub fn load(&self, attachment: &Value) -> std::io::Result<Vec<u8>> {
+        let hex = attachment_hex(attachment)
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "attachment without a sha256 id"))?;
+        std::fs::read(self.object_path(hex))
+    }
+
+    fn write_atomically(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let tmp_dir = self.root.join("tmp");
+        let parent = path.parent().unwrap_or(&self.root);
+        for dir in [&tmp_dir, &parent.to_path_buf()] {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        }
+        let tmp = tmp_dir.join(format!("{}-{}", std::process::id(), uuid_like()));
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_data()?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+fn uuid_like() -> String {
+    format!("{:016x}", fastrand::u64(..))
+}
+
+/// The hex digest of an `attachment` object's `sha256:` id.
+pub fn attachment_hex(attachment: &Value) -> Option<&str> {
+    attachment.get("attachmentId")?.as_str()?.strip_prefix("sha256:")
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn media_type(bytes: &[u8]) -> Option<&'static str> {
+    match imagesize::image_type(bytes).ok()? {
+        imagesize::ImageType::Png => Some("image/png"),
+        imagesize::ImageType::Jpeg => Some("image/jpeg"),
+        imagesize::ImageType::Gif => Some("image/gif"),
+        imagesize::ImageType::Webp => Some("image/webp"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 8×8 PNG of the official `image_prompt` capture.
+    pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC";
+
+    #[test]
+    fn admits_like_the_official_runtime() {
+        let home = std::env::temp_dir().join(format!("dsh-attach-{}", std::process::id()));
+        let store = AttachmentStore::new(&home);
+        let attachment = store.admit(PNG).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            attachment,
+            json!({"attachmentId": "sha256:57cda64cead0869cd5f90dfebb024f4bd9a922aaea91d513de6fa3e949d88921", "mediaType": "image/png", "width": 8, "height": 8, "bytes": 75})
+        );
+        let path = home.join("attachments/v1/objects/57/57cda64cead0869cd5f90dfebb024f4bd9a922aaea91d513de6fa3e949d88921");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o600);
+        assert_eq!(store.load(&attachment).map(|b| b.len()).ok(), Some(75));
+        // Admitting the same bytes again is idempotent.
+        assert_eq!(store.admit(PNG).ok(), Some(attachment));
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn refuses_non_canonical_base64_and_non_images() {
+        let store = AttachmentStore::new(Path::new("/nonexistent-dsh-home"));
+        assert!(matches!(store.admit(&PNG[..PNG.len() - 1]), Err(AdmitError::NotCanonical)));
+        assert!(matches!(store.admit("aGVsbG9="), Err(AdmitError::NotCanonical)));
+        assert!(matches!(store.admit("aGVsbG8=\n"), Err(AdmitError::NotCanonical)));
+        assert!(matches!(store.admit("aGVsbG8="), Err(AdmitError::NotAnImage)));
+    }
+}

@@ -1,0 +1,181 @@
+//! The `deepseek-official` provider: DeepSeek's Anthropic-compatible
+//! Messages API, streamed.
+//!
+//! `POST {base}/v1/messages` (base = `DEEPSEEK_BASE_URL`, default
+//! `https://api.deepseek.com/anthropic`; a base already ending in `/v1` is
+//! used as is) with `x-api-key`, `anthropic-version: 2023-06-01` and
+//! `stream: true`. No session log, plugin inventory or user id is sent.
+
+mod serialize;
+mod stream;
+
+use crate::attachments::AttachmentStore;
+use crate::http::{self, read_sse};
+use crate::{ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Provider name.
+pub const NAME: &str = "deepseek-official";
+/// Base URL when `DEEPSEEK_BASE_URL` is unset.
+pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com/anthropic";
+const LABEL: &str = "DeepSeek Messages";
+
+/// How the provider reaches the API.
+#[derive(Debug, Clone)]
+pub struct DeepSeekConfig {
+    /// Validated base URL (no trailing `/`).
+    pub base_url: String,
+    /// The API key, if any (never logged or reported).
+    pub api_key: Option<String>,
+    /// A stream silent this long fails with `TIMEOUT`.
+    pub idle_timeout: Duration,
+    /// Where prompt images are stored.
+    pub attachments: AttachmentStore,
+}
+
+impl DeepSeekConfig {
+    fn messages_url(&self) -> String {
+        if self.base_url.ends_with("/v1") {
+            format!("{}/messages", self.base_url)
+        } else {
+            format!("{}/v1/messages", self.base_url)
+        }
+    }
+}
+
+/// DeepSeek's Messages API route.
+pub struct DeepSeekOfficial {
+    config: Arc<DeepSeekConfig>,
+    client: reqwest::Client,
+}
+
+impl DeepSeekOfficial {
+    /// A provider over `config`.
+    pub fn new(config: DeepSeekConfig, client: reqwest::Client) -> Self {
+        Self { config: Arc::new(config), client }
+    }
+}
+
+/// Checks a key the way the official runtime does: present, and printable
+/// ASCII without spaces after trimming.
+fn credential(api_key: Option<&str>) -> Result<String, LlmFailure> {
+    match api_key.map(str::trim) {
+        None | Some("") => Err(LlmFailure::new(
+            "MISSING_CREDENTIAL",
+            format!(
+                "{NAME}: no API key for provider route \"{NAME}\"; export DEEPSEEK_API_KEY in the runtime's environment (or pass api_key= to the SDK)"
+            ),
+        )),
+        Some(key) if !key.bytes().all(|b| (0x21..=0x7e).contains(&b)) => Err(LlmFailure::new(
+            "INVALID_CREDENTIAL",
+            format!("{NAME}: the API key contains characters outside printable ASCII"),
+        )),
+        Some(key) => Ok(key.to_owned()),
+    }
+}
+
+impl Provider for DeepSeekOfficial {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn replay_kind(&self) -> &str {
+        "deepseek-messages"
+    }
+
+    fn start(&self, request: ModelRequest, out: ChunkSender) {
+        let target = serialize::Target {
+            accepts_images: request.route.model_info().accepts_images,
+            attachments: &self.config.attachments,
+        };
+        let prepared = credential(self.config.api_key.as_deref())
+            .and_then(|key| serialize::body(&request, &target).map(|body| (key, body)));
+        let (key, body) = match prepared {
+            Ok(prepared) => prepared,
+            Err(failure) => return fail(&out, failure),
+        };
+        let config = Arc::clone(&self.config);
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let send = client
+                .post(config.messages_url())
+                .header("user-agent", http::USER_AGENT)
+                .header("content-type", "application/json")
+                .header("accept", "text/event-stream")
+                .header("x-api-key", key)
+                .header("anthropic-version", "2023-06-01")
+                .header("x-deepseek-harness-session-id", &request.session_id)
+                .body(body.to_string())
+                .send();
+            let response = match tokio::time::timeout(config.idle_timeout, send).await {
+                Err(_) => {
+                    let ms = config.idle_timeout.as_millis();
+                    return fail(&out, LlmFailure::new("TIMEOUT", format!("{LABEL} sent no response within {ms} ms")));
+                }
+                Ok(Err(err)) => return fail(&out, http::transport_failure(LABEL, &err)),
+                Ok(Ok(response)) => response,
+            };
+            let status = response.status().as_u16();
+            if !response.status().is_success() {
+                let headers = response.headers().clone();
+                let body = tokio::time::timeout(config.idle_timeout, response.bytes()).await;
+                let body = match body {
+                    Ok(Ok(bytes)) => bytes.to_vec(),
+                    _ => Vec::new(),
+                };
+                return fail(&out, http::http_failure(status, &headers, &body));
+            }
+            let mut translator = stream::Translator::new(&request.route.model);
+            let mut failure = None;
+            let read = read_sse(LABEL, response, config.idle_timeout, |event| match translator.event(&event) {
+                Ok(chunks) => {
+                    let delivered = chunks.into_iter().all(|chunk| out.send(chunk).is_ok());
+                    delivered && !translator.done()
+                }
+                Err(f) => {
+                    failure = Some(f);
+                    false
+                }
+            })
+            .await;
+            if let Some(f) = failure.or(read.err()) {
+                return fail(&out, f);
+            }
+            if !translator.done() {
+                fail(&out, stream::stream_closed());
+            }
+        });
+    }
+}
+
+fn fail(out: &ChunkSender, failure: LlmFailure) {
+    let _ = out.send(StreamChunk::Finish { reason: FinishReason::Error { failure }, replay_state: None });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_checked_before_any_io() {
+        assert_eq!(credential(None).err().map(|f| f.code).as_deref(), Some("MISSING_CREDENTIAL"));
+        assert_eq!(credential(Some("  ")).err().map(|f| f.code).as_deref(), Some("MISSING_CREDENTIAL"));
+        assert_eq!(credential(Some("sk-é")).err().map(|f| f.code).as_deref(), Some("INVALID_CREDENTIAL"));
+        assert_eq!(credential(Some("sk a")).err().map(|f| f.code).as_deref(), Some("INVALID_CREDENTIAL"));
+        assert_eq!(credential(Some(" sk-1 ")).ok().as_deref(), Some("sk-1"));
+    }
+
+    #[test]
+    fn the_messages_url_appends_v1_once() {
+        let config = |base: &str| DeepSeekConfig {
+            base_url: base.into(),
+            api_key: None,
+            idle_timeout: Duration::from_secs(1),
+            attachments: AttachmentStore::new(std::path::Path::new("/nonexistent")),
+        };
+        assert_eq!(config("http://127.0.0.1:8000").messages_url(), "http://127.0.0.1:8000/v1/messages");
+        assert_eq!(config("https://api.deepseek.com/anthropic").messages_url(), "https://api.deepseek.com/anthropic/v1/messages");
+        assert_eq!(config("http://h/v1").messages_url(), "http://h/v1/messages");
+    }
+}

@@ -1,0 +1,226 @@
+//! What the HTTP providers share: the client, base URLs, failure mapping of
+//! HTTP errors and transport problems, and streaming with an idle timeout.
+
+use crate::LlmFailure;
+use crate::sse::{SseDecoder, SseEvent};
+use futures_util::StreamExt;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use std::time::{Duration, SystemTime};
+
+/// The `user-agent` of every model request.
+pub const USER_AGENT: &str = concat!("dsh-rs/", env!("CARGO_PKG_VERSION"));
+
+/// Default idle-stream timeout: a stream silent this long fails with `TIMEOUT`.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Why a base URL is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid base URL \"{url}\": {reason}")]
+pub struct BaseUrlError {
+    /// The URL as given.
+    pub url: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+/// Validates an http(s) base URL without credentials, query or fragment and
+/// returns it without a trailing `/`.
+pub fn base_url(url: &str) -> Result<String, BaseUrlError> {
+    let error = |reason| BaseUrlError { url: url.to_owned(), reason };
+    let parsed = reqwest::Url::parse(url).map_err(|_| error("not a URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(error("only http and https are supported"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(error("credentials in the URL are not allowed"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(error("a query or fragment is not allowed"));
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// The HTTP client shared by a provider: no redirects, rustls with ring.
+pub fn client() -> Result<reqwest::Client, reqwest::Error> {
+    // Installing the process-wide crypto provider fails harmlessly when one
+    // is already installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(30))
+        .build()
+}
+
+/// A transport failure (`TRANSPORT`, or `TIMEOUT` for timeouts). The cause
+/// chain is kept; URLs never carry credentials and keys travel only in
+/// headers, so no secret can appear.
+pub fn transport_failure(label: &str, err: &reqwest::Error) -> LlmFailure {
+    let mut cause = String::new();
+    let mut source: Option<&dyn std::error::Error> = Some(err);
+    while let Some(e) = source {
+        if !cause.is_empty() {
+            cause.push_str(": ");
+        }
+        cause.push_str(&e.to_string());
+        source = e.source();
+    }
+    if err.is_timeout() {
+        return LlmFailure::new("TIMEOUT", format!("{label} request timed out: {cause}"));
+    }
+    LlmFailure::new("TRANSPORT", format!("{label} transport failed: {cause}"))
+}
+
+/// Maps a non-2xx response to a failure: the body's `error.message` (or
+/// `message`), the status, the request id and any retry-after.
+pub fn http_failure(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmFailure {
+    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let error = json.get("error").unwrap_or(&json);
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| error.as_str().map(str::to_owned))
+        .unwrap_or_else(|| {
+            let text = String::from_utf8_lossy(body);
+            let text = text.trim();
+            if text.is_empty() { format!("HTTP {status}") } else { text.chars().take(500).collect() }
+        });
+    let kind = error.get("type").and_then(Value::as_str).unwrap_or_default();
+    let code = classify(status, kind, &message);
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    LlmFailure {
+        message,
+        code,
+        status: Some(status),
+        provider_retry_after_ms: header("retry-after").and_then(|v| retry_after_ms(&v, SystemTime::now())),
+        request_id: header("request-id").or_else(|| header("x-request-id")).or_else(|| header("x-deepseek-request-id")),
+    }
+}
+
+fn classify(status: u16, kind: &str, message: &str) -> String {
+    let lower = message.to_lowercase();
+    let code = if matches!(status, 401 | 403) || matches!(kind, "authentication_error" | "permission_error") {
+        "AUTH"
+    } else if status == 402 || lower.contains("quota") || lower.contains("insufficient balance") {
+        "QUOTA"
+    } else if status == 429 || kind == "rate_limit_error" {
+        "RATE_LIMIT"
+    } else if ["context length", "context window", "maximum context", "too many tokens", "prompt is too long"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        "CONTEXT_WINDOW_EXCEEDED"
+    } else if matches!(status, 400 | 413 | 422) || kind == "invalid_request_error" {
+        "INVALID_REQUEST"
+    } else if status >= 500 || matches!(kind, "api_error" | "overloaded_error") {
+        "SERVER"
+    } else {
+        return format!("HTTP_{status}");
+    };
+    code.to_owned()
+}
+
+/// `retry-after` in milliseconds: delay-seconds (fractions allowed) or an
+/// HTTP date relative to `now`.
+pub fn retry_after_ms(value: &str, now: SystemTime) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).round() as u64);
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0))
+}
+
+/// Reads an SSE response, calling `on_event` for each event until it
+/// returns `false`. Fails with `TIMEOUT` when no bytes arrive for `idle`,
+/// with `TRANSPORT` when the connection breaks; returns `Ok(())` at the end
+/// of the body (the caller decides whether the stream was complete).
+pub async fn read_sse(
+    label: &str,
+    response: reqwest::Response,
+    idle: Duration,
+    mut on_event: impl FnMut(SseEvent) -> bool,
+) -> Result<(), LlmFailure> {
+    let mut decoder = SseDecoder::new();
+    let mut body = response.bytes_stream();
+    loop {
+        let next = tokio::time::timeout(idle, body.next()).await.map_err(|_| {
+            LlmFailure::new("TIMEOUT", format!("{label} stream was idle for more than {} ms", idle.as_millis()))
+        })?;
+        let bytes = match next {
+            None => return Ok(()),
+            Some(Ok(bytes)) => bytes,
+            // A connection cut mid-body ends the stream; the caller reports
+            // the missing end as STREAM_CLOSED.
+            Some(Err(err)) if err.is_body() || err.is_decode() => return Ok(()),
+            Some(Err(err)) => return Err(transport_failure(label, &err)),
+        };
+        for event in decoder.push(&bytes) {
+            if !on_event(event) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn failure(status: u16, body: &str) -> LlmFailure {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-request-id", HeaderValue::from_static("req-1"));
+        headers.insert("retry-after", HeaderValue::from_static("2"));
+        http_failure(status, &headers, body.as_bytes())
+    }
+
+    #[test]
+    fn http_errors_map_to_the_official_codes() {
+        let body = |kind: &str, msg: &str| format!(r#"{{"type":"error","error":{{"type":"{kind}","message":"{msg}"}}}}"#);
+        let cases = [
+            (401, body("authentication_error", "invalid api key"), "AUTH"),
+            (403, body("permission_error", "nope"), "AUTH"),
+            (402, body("billing_error", "pay up"), "QUOTA"),
+            (400, body("invalid_request_error", "Insufficient Balance"), "QUOTA"),
+            (429, body("rate_limit_error", "slow down"), "RATE_LIMIT"),
+            (400, body("invalid_request_error", "prompt is too long: 2000000 tokens > maximum context"), "CONTEXT_WINDOW_EXCEEDED"),
+            (400, body("invalid_request_error", "bad"), "INVALID_REQUEST"),
+            (413, body("request_too_large", "big"), "INVALID_REQUEST"),
+            (500, body("api_error", "fake internal error"), "SERVER"),
+            (529, body("overloaded_error", "busy"), "SERVER"),
+            (418, body("teapot", "short and stout"), "HTTP_418"),
+        ];
+        for (status, body, code) in cases {
+            let f = failure(status, &body);
+            assert_eq!(f.code, code, "{status} {body}");
+            assert_eq!(f.status, Some(status));
+            assert_eq!(f.request_id.as_deref(), Some("req-1"));
+            assert_eq!(f.provider_retry_after_ms, Some(2000));
+        }
+        assert_eq!(failure(500, r#"{"type":"error","error":{"type":"api_error","message":"fake internal error"}}"#).message, "fake internal error");
+        assert_eq!(failure(502, "").message, "HTTP 502");
+        assert_eq!(failure(502, "<html>bad gateway</html>").message, "<html>bad gateway</html>");
+    }
+
+    #[test]
+    fn retry_after_accepts_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        assert_eq!(retry_after_ms("1.5", now), Some(1500));
+        assert_eq!(retry_after_ms("0", now), Some(0));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(3));
+        assert_eq!(retry_after_ms(&later, now), Some(3000));
+        assert_eq!(retry_after_ms("soon", now), None);
+        assert_eq!(retry_after_ms("-1", now), None);
+    }
+
+    #[test]
+    fn base_urls_are_validated() {
+        assert_eq!(base_url("http://127.0.0.1:8000/").as_deref(), Ok("http://127.0.0.1:8000"));
+        assert!(base_url("ftp://x").is_err());
+        assert!(base_url("https://user:pw@x").is_err());
+        assert!(base_url("https://x/?a=1").is_err());
+        assert!(base_url("not a url").is_err());
+    }
+}

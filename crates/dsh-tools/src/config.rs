@@ -1,0 +1,56 @@
+//! Settings shared by the tools of a tool set.
+
+use crate::sandbox::SandboxConfig;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default time a foreground `bash` call waits before moving the command to
+/// the background.
+pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Default limit of one command of the persistent `sdk-minimal` shell.
+pub const DEFAULT_SHELL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default limit of one `web_fetch` request.
+pub const DEFAULT_WEB_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings of a tool set.
+#[derive(Debug, Clone)]
+pub struct ToolsConfig {
+    /// How `bash` commands are confined.
+    pub sandbox: SandboxConfig,
+    /// Where long outputs are saved in full (created on demand).
+    pub spill_dir: PathBuf,
+    /// Foreground wait of `bash` when the call gives no `timeoutMs`.
+    pub bash_timeout: Duration,
+    /// Limit of one persistent-shell command.
+    pub shell_timeout: Duration,
+    /// Limit of one `web_fetch` request.
+    pub web_timeout: Duration,
+}
+
+impl ToolsConfig {
+    /// Defaults: the running executable as sandbox launcher, the real
+    /// Landlock probe, long outputs saved under `spill_dir`.
+    pub fn new(spill_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            sandbox: SandboxConfig::from_current_exe(),
+            spill_dir: spill_dir.into(),
+            bash_timeout: DEFAULT_BASH_TIMEOUT,
+            shell_timeout: DEFAULT_SHELL_TIMEOUT,
+            web_timeout: DEFAULT_WEB_TIMEOUT,
+        }
+    }
+
+    /// A spill directory under the system temporary directory
+    /// (`$TMPDIR/dsh-tool-output`), for callers without a better place.
+    pub fn default_spill_dir() -> PathBuf {
+        std::env::temp_dir().join("dsh-tool-output")
+    }
+
+    /// Replaces the sandbox settings.
+    pub fn with_sandbox(mut self, sandbox: SandboxConfig) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+}

@@ -1,0 +1,40 @@
+//! Everything a tool call may use besides its arguments.
+
+use crate::{PermissionMode, SessionTools, ToolHost};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The context of one tool call.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The session making the call (the `owner` of the jobs it starts).
+    pub session_id: String,
+    /// The model's id for this call.
+    pub call_id: String,
+    /// The session's effective working directory; relative paths resolve
+    /// against it.
+    pub cwd: PathBuf,
+    /// The sandbox root: the `cwd` of the session header.
+    pub workspace: PathBuf,
+    /// The session's file-system permission mode.
+    pub mode: PermissionMode,
+    /// Where tools append session events.
+    pub host: Arc<dyn ToolHost>,
+    /// Per-session tool state: files read, jobs, todos, persistent shell.
+    pub state: Arc<SessionTools>,
+    /// Cancelled when the turn is aborted; a running call stops early.
+    pub cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("session_id", &self.session_id)
+            .field("call_id", &self.call_id)
+            .field("cwd", &self.cwd)
+            .field("workspace", &self.workspace)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}

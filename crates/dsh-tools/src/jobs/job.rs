@@ -1,0 +1,305 @@
+//! One background-capable `bash` job: identity, captured output, lifecycle
+//! and the `job/registered` / `job/settled` events.
+
+use super::capture::Capture;
+use super::render;
+use crate::{PermissionMode, ToolHost};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Locks a mutex, recovering the data if a holder panicked.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The command exited with this status.
+    Exited(i32),
+    /// The command died of this signal without anyone asking.
+    Signaled(i32),
+    /// The job was killed on request (job_kill, cancellation, shutdown).
+    Killed(String),
+    /// The command could not run: spawn failure or sandbox refusal.
+    Failed(String),
+}
+
+impl Outcome {
+    /// `job/settled.status`: a finished command is `completed` whatever its
+    /// exit code; anything that stopped it early is `failed`.
+    pub(crate) fn status(&self) -> &'static str {
+        match self {
+            Outcome::Exited(_) => "completed",
+            _ => "failed",
+        }
+    }
+
+    /// `job/settled.detail`.
+    pub(crate) fn detail(&self) -> String {
+        match self {
+            Outcome::Exited(code) => format!("exit code: {code}"),
+            Outcome::Signaled(signal) => {
+                format!("killed by signal: {}", render::signal_name(*signal))
+            }
+            Outcome::Killed(reason) => format!("killed: {reason}"),
+            Outcome::Failed(text) => text.clone(),
+        }
+    }
+}
+
+/// The end of a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobEnd {
+    /// When it ended (epoch ms).
+    pub finished_at: u64,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// Which output stream.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// A shell command run as a job.
+pub(crate) struct Job {
+    pub id: String,
+    pub label: String,
+    pub owner: String,
+    pub call_id: String,
+    pub started_at: u64,
+    pub cwd: PathBuf,
+    pub mode: PermissionMode,
+    spill_dir: PathBuf,
+    pgid: Mutex<Option<i32>>,
+    stdout: Mutex<Capture>,
+    stderr: Mutex<Capture>,
+    kill_reason: Mutex<Option<String>>,
+    full_output: Mutex<Option<PathBuf>>,
+    end: watch::Sender<Option<JobEnd>>,
+}
+
+impl Job {
+    /// A job that has not started yet.
+    pub(crate) fn new(
+        label: &str,
+        owner: &str,
+        call_id: &str,
+        cwd: PathBuf,
+        mode: PermissionMode,
+        spill_dir: PathBuf,
+    ) -> Arc<Self> {
+        let hex = uuid::Uuid::new_v4().simple().to_string();
+        Arc::new(Self {
+            id: format!("bash-{}", &hex[..16]),
+            label: label.to_owned(),
+            owner: owner.to_owned(),
+            call_id: call_id.to_owned(),
+            started_at: now_ms(),
+            cwd,
+            mode,
+            spill_dir,
+            pgid: Mutex::new(None),
+            stdout: Mutex::new(Capture::default()),
+            stderr: Mutex::new(Capture::default()),
+            kill_reason: Mutex::new(None),
+            full_output: Mutex::new(None),
+            end: watch::Sender::new(None),
+        })
+    }
+
+    /// `job/registered.data`.
+    pub(crate) fn registered_data(&self) -> Value {
+        json!({
+            "jobId": self.id,
+            "owner": self.owner,
+            "kind": "bash",
+            "label": self.label,
+            "startedAt": self.started_at,
+            "toolCall": {"callId": self.call_id, "rootCallId": self.call_id},
+        })
+    }
+
+    /// `job/settled.data`.
+    fn settled_data(&self, end: &JobEnd) -> Value {
+        let mut data = self.registered_data();
+        if let Value::Object(map) = &mut data {
+            map.insert("finishedAt".into(), json!(end.finished_at));
+            map.insert("status".into(), json!(end.outcome.status()));
+            map.insert("cause".into(), json!("producer"));
+            map.insert("producerReported".into(), json!(true));
+            map.insert("detail".into(), json!(end.outcome.detail()));
+        }
+        data
+    }
+
+    /// Records the process group once the command runs.
+    pub(crate) fn set_pgid(&self, pgid: i32) {
+        *lock(&self.pgid) = Some(pgid);
+    }
+
+    /// The process group id of the running command.
+    pub(crate) fn pgid(&self) -> Option<i32> {
+        *lock(&self.pgid)
+    }
+
+    /// Appends output.
+    pub(crate) fn push(&self, stream: Stream, data: &[u8]) {
+        let (capture, suffix) = match stream {
+            Stream::Stdout => (&self.stdout, "stdout"),
+            Stream::Stderr => (&self.stderr, "stderr"),
+        };
+        let path = self.spill_dir.join(format!("{}.{suffix}", self.id));
+        if lock(capture).is_empty() {
+            let _ = std::fs::create_dir_all(&self.spill_dir);
+        }
+        lock(capture).push(data, &path);
+    }
+
+    /// Settles the job (once): emits `job/settled`, then wakes waiters.
+    pub(crate) fn finish(&self, outcome: Outcome, host: &dyn ToolHost) {
+        if self.end.borrow().is_some() {
+            return;
+        }
+        let outcome = match (lock(&self.kill_reason).clone(), outcome) {
+            (_, Outcome::Failed(text)) => Outcome::Failed(text),
+            (Some(reason), _) => Outcome::Killed(reason),
+            (None, other) => other,
+        };
+        let end = JobEnd {
+            finished_at: now_ms(),
+            outcome,
+        };
+        host.emit("job/settled", self.settled_data(&end));
+        self.end.send_replace(Some(end));
+    }
+
+    /// How the job ended, if it has.
+    pub(crate) fn end(&self) -> Option<JobEnd> {
+        self.end.borrow().clone()
+    }
+
+    /// Waits until the job ends or `limit` passes.
+    pub(crate) async fn wait(&self, limit: Option<Duration>) -> Option<JobEnd> {
+        let mut rx = self.end.subscribe();
+        let ended = async {
+            match rx.wait_for(Option::is_some).await {
+                Ok(end) => end.clone(),
+                Err(_) => None,
+            }
+        };
+        match limit {
+            Some(limit) => tokio::time::timeout(limit, ended).await.ok().flatten(),
+            None => ended.await,
+        }
+    }
+
+    /// Kills the whole process group with SIGKILL, remembering `reason`
+    /// for the settlement (the first reason wins). Harmless when the group
+    /// is already gone.
+    pub(crate) fn kill(&self, reason: &str) {
+        if self.end().is_none() {
+            lock(&self.kill_reason).get_or_insert_with(|| reason.to_owned());
+        }
+        if let Some(pgid) = self.pgid() {
+            kill_group(pgid);
+        }
+    }
+
+    /// Output snapshot for rendering: lossy text of both streams, whether
+    /// either is only a tail, and the path of a file holding everything
+    /// (written on demand when `need_file`).
+    pub(crate) fn output(&self, need_file: bool) -> Output {
+        let stdout = lock(&self.stdout);
+        let stderr = lock(&self.stderr);
+        let out = Output {
+            stdout: String::from_utf8_lossy(stdout.recent()).into_owned(),
+            stderr: String::from_utf8_lossy(stderr.recent()).into_owned(),
+            partial: stdout.is_partial() || stderr.is_partial(),
+            full_path: None,
+        };
+        drop(stdout);
+        drop(stderr);
+        if !(need_file || out.partial) {
+            return out;
+        }
+        Output {
+            full_path: self.write_full_output(),
+            ..out
+        }
+    }
+
+    /// Writes both streams to `<spill_dir>/<job id>.log` (stdout, then a
+    /// `[stderr]` section). Once the job has ended the file is final and
+    /// the per-stream spill files are removed.
+    fn write_full_output(&self) -> Option<PathBuf> {
+        let ended = self.end().is_some();
+        if ended && let Some(path) = lock(&self.full_output).clone() {
+            return Some(path);
+        }
+        let path = self.spill_dir.join(format!("{}.log", self.id));
+        let written = (|| -> std::io::Result<()> {
+            std::fs::create_dir_all(&self.spill_dir)?;
+            let mut file = std::fs::File::create(&path)?;
+            let mut stdout = lock(&self.stdout);
+            let mut stderr = lock(&self.stderr);
+            stdout.copy_all(&mut file)?;
+            if !stderr.is_empty() {
+                use std::io::Write;
+                if !stdout.is_empty() && !stdout.recent().ends_with(b"\n") {
+                    file.write_all(b"\n")?;
+                }
+                file.write_all(b"[stderr]\n")?;
+                stderr.copy_all(&mut file)?;
+            }
+            if ended {
+                stdout.discard_spill();
+                stderr.discard_spill();
+            }
+            Ok(())
+        })();
+        match written {
+            Ok(()) => {
+                if ended {
+                    *lock(&self.full_output) = Some(path.clone());
+                }
+                Some(path)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// The process group's spill directory.
+    pub(crate) fn spill_dir(&self) -> &Path {
+        &self.spill_dir
+    }
+}
+
+/// Captured output of a job at one moment.
+pub(crate) struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub partial: bool,
+    pub full_path: Option<PathBuf>,
+}
+
+/// Sends SIGKILL to process group `pgid`, ignoring a group that is gone.
+pub(crate) fn kill_group(pgid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}

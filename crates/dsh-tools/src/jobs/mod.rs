@@ -1,0 +1,9 @@
+//! Background-capable shell jobs of a session.
+
+mod capture;
+mod job;
+pub(crate) mod render;
+mod spawn;
+
+pub(crate) use job::{Job, JobEnd, Outcome, kill_group, lock, now_ms};
+pub(crate) use spawn::start;

@@ -1,0 +1,122 @@
+//! The text of a `bash` result: output, then status markers.
+
+use super::job::{Job, Outcome};
+use crate::PermissionMode;
+
+/// Most bytes of output shown in one result; longer output keeps its tail
+/// and the whole is written to a file named in the result.
+pub const OUTPUT_DISPLAY_LIMIT: usize = 30_000;
+
+/// Renders a job's output followed by `markers` (each on its own line),
+/// adding the truncation and sandbox-denial markers as needed.
+pub(crate) fn render(job: &Job, ended: Option<&Outcome>, extra: &[String]) -> String {
+    let peek = job.output(false);
+    let body_len = peek.stdout.len() + peek.stderr.len() + "[stderr]\n".len() + 1;
+    let output = if body_len > OUTPUT_DISPLAY_LIMIT || peek.partial {
+        job.output(true)
+    } else {
+        peek
+    };
+    let body = compose(&output.stdout, &output.stderr);
+    let mut markers = Vec::new();
+    let mut text = if body.len() > OUTPUT_DISPLAY_LIMIT || output.partial {
+        let note = match &output.full_path {
+            Some(path) => format!("[output truncated; full output: {}]", path.display()),
+            None => "[output truncated; the full output could not be saved]".to_owned(),
+        };
+        markers.push(note);
+        tail(&body, OUTPUT_DISPLAY_LIMIT).to_owned()
+    } else {
+        body
+    };
+    if let Some(outcome) = ended {
+        if job.mode.is_restricted() && denied_by_sandbox(outcome, &output.stderr) {
+            markers.push(sandbox_marker(job.mode));
+        }
+        match outcome {
+            Outcome::Killed(reason) => markers.push(format!("[stopped: {reason}]")),
+            Outcome::Signaled(signal) => {
+                markers.push(format!("[killed by signal: {}]", signal_name(*signal)))
+            }
+            Outcome::Exited(code) if *code != 0 => markers.push(format!("[exit code: {code}]")),
+            _ => {}
+        }
+    }
+    markers.extend(extra.iter().cloned());
+    for marker in markers {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&marker);
+    }
+    text
+}
+
+/// `stdout`, then a `[stderr]` section when stderr is non-empty, or
+/// `(no output)` when both are empty.
+pub(crate) fn compose(stdout: &str, stderr: &str) -> String {
+    let mut body = stdout.to_owned();
+    if !stderr.is_empty() {
+        if !body.is_empty() && !body.ends_with('\n') {
+            body.push('\n');
+        }
+        body.push_str("[stderr]\n");
+        body.push_str(stderr);
+    }
+    if body.is_empty() {
+        body.push_str("(no output)");
+    }
+    body
+}
+
+/// The last `limit` bytes of `text`, cut at a character boundary.
+pub(crate) fn tail(text: &str, limit: usize) -> &str {
+    if text.len() <= limit {
+        return text;
+    }
+    let mut start = text.len() - limit;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// `[sandbox: file access denied under <mode> mode]`.
+pub(crate) fn sandbox_marker(mode: PermissionMode) -> String {
+    format!("[sandbox: file access denied under {mode} mode]")
+}
+
+/// A conservative guess that a failed command hit the sandbox: it failed
+/// and its stderr carries the usual denial wording of EACCES, EPERM or
+/// EROFS.
+fn denied_by_sandbox(outcome: &Outcome, stderr: &str) -> bool {
+    let failed = matches!(outcome, Outcome::Exited(code) if *code != 0);
+    failed
+        && ["Permission denied", "Read-only file system", "Operation not permitted"]
+            .iter()
+            .any(|needle| stderr.contains(needle))
+}
+
+/// `SIGKILL`-style name of a signal number.
+pub(crate) fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_owned()
+}

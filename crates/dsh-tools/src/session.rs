@@ -1,0 +1,135 @@
+//! Per-session tool state.
+
+use crate::jobs::{Job, kill_group, lock};
+use crate::shell::Shell;
+use crate::todo::Todo;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// What a file looked like when the session last read or wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    modified: Option<SystemTime>,
+    len: u64,
+}
+
+impl FileStamp {
+    /// The current stamp of `path`, if it exists.
+    pub(crate) fn of(path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(Self {
+            modified: meta.modified().ok(),
+            len: meta.len(),
+        })
+    }
+}
+
+/// The state tools keep for one session: which files were read (for the
+/// read-before-write rule), the `bash` jobs, the todo list and the
+/// persistent shell of `sdk-minimal`.
+///
+/// Dropping it, or calling [`SessionTools::shutdown`], kills every job's
+/// process group and the persistent shell.
+#[derive(Default)]
+pub struct SessionTools {
+    files: Mutex<HashMap<PathBuf, FileStamp>>,
+    jobs: Mutex<Vec<Arc<Job>>>,
+    todos: Mutex<Vec<Todo>>,
+    pub(crate) shell: tokio::sync::Mutex<Option<Shell>>,
+    shell_pgid: Mutex<Option<i32>>,
+    closed: AtomicBool,
+}
+
+impl SessionTools {
+    /// Fresh state for a new session.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Kills every job's process group (running or not, so stray children
+    /// of finished commands go too) and the persistent shell; later `bash`
+    /// calls are refused. Idempotent.
+    pub fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        for job in lock(&self.jobs).iter() {
+            job.kill("the session shut down");
+        }
+        if let Some(pgid) = lock(&self.shell_pgid).take() {
+            kill_group(pgid);
+        }
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The current todo list.
+    pub fn todos(&self) -> Vec<Todo> {
+        lock(&self.todos).clone()
+    }
+
+    /// Ids of every job of the session, oldest first.
+    pub fn job_ids(&self) -> Vec<String> {
+        lock(&self.jobs).iter().map(|job| job.id.clone()).collect()
+    }
+
+    /// Number of jobs still running.
+    pub fn running_jobs(&self) -> usize {
+        lock(&self.jobs).iter().filter(|job| job.end().is_none()).count()
+    }
+
+    pub(crate) fn set_todos(&self, todos: Vec<Todo>) {
+        *lock(&self.todos) = todos;
+    }
+
+    pub(crate) fn add_job(&self, job: Arc<Job>) {
+        lock(&self.jobs).push(job);
+    }
+
+    pub(crate) fn job(&self, id: &str) -> Option<Arc<Job>> {
+        lock(&self.jobs).iter().find(|job| job.id == id).cloned()
+    }
+
+    pub(crate) fn jobs(&self) -> Vec<Arc<Job>> {
+        lock(&self.jobs).clone()
+    }
+
+    /// Records that the session has seen `path` in its current state.
+    pub(crate) fn mark_seen(&self, path: &Path) {
+        if let Some(stamp) = FileStamp::of(path) {
+            lock(&self.files).insert(key(path), stamp);
+        }
+    }
+
+    /// The stamp recorded when the session last saw `path`.
+    pub(crate) fn seen(&self, path: &Path) -> Option<FileStamp> {
+        lock(&self.files).get(&key(path)).copied()
+    }
+
+    pub(crate) fn set_shell_pgid(&self, pgid: Option<i32>) {
+        *lock(&self.shell_pgid) = pgid;
+    }
+}
+
+impl Drop for SessionTools {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl std::fmt::Debug for SessionTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionTools")
+            .field("jobs", &self.job_ids())
+            .field("closed", &self.is_shut_down())
+            .finish_non_exhaustive()
+    }
+}
+
+fn key(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
