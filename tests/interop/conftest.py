@@ -151,3 +151,22 @@ def raw_echo(make_raw, workspace) -> RawClient:
     client = make_raw()
     client.initialize(workspace)
     return client
+
+
+@pytest.fixture
+def fake_model(base_dir):
+    """Start fake model servers: fake_model(replies) -> FakeModel (closed after the test)."""
+    from interop_support import FakeModel, fake_model_path
+
+    if not fake_model_path().is_file():
+        pytest.fail(f"dsh-fake-model not found at {fake_model_path()} (cargo build, or set DSH_FAKE_MODEL)")
+    servers: list[FakeModel] = []
+
+    def start(replies: list[dict]) -> FakeModel:
+        server = FakeModel(base_dir / f"fake-{len(servers)}", replies)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()

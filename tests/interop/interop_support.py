@@ -419,3 +419,51 @@ def collect_until_idle(subscription, session_id: str, timeout: float = RUN_TIMEO
                 return collected
         time.sleep(0.02)  # polling interval only
     raise AssertionError(f"no idle for {session_id} within {timeout}s; got {[n.method for n in collected]}")
+
+
+# ---------------------------------------------------------------------------
+# The fake model server (crates/dsh-fake-model)
+# ---------------------------------------------------------------------------
+
+
+def fake_model_path() -> Path:
+    """$DSH_FAKE_MODEL, else the dsh-fake-model binary beside the dsh under test."""
+    env = os.environ.get("DSH_FAKE_MODEL", "").strip()
+    if env:
+        return Path(env).expanduser().resolve()
+    return dsh_bin_path().parent / "dsh-fake-model"
+
+
+class FakeModel:
+    """A running dsh-fake-model playing one scenario; records every request."""
+
+    def __init__(self, directory: Path, replies: list[dict]) -> None:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        scenario = write_scenario(directory, replies)
+        self.record = directory / f"requests-{uuid.uuid4().hex[:8]}.jsonl"
+        self.proc = subprocess.Popen(
+            [str(fake_model_path()), "--scenario", scenario, "--record", str(self.record)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"dsh-fake-model did not start: {self.proc.stderr.read()}")
+        self.base_url = json.loads(line)["baseUrl"]
+
+    def requests(self) -> list[dict]:
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text(encoding="utf-8").splitlines() if line]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()

@@ -37,14 +37,22 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         let (stream, content, usage, replay_state, finish) = loop {
             let (stream, settled) = attempt(inner, request.clone()).await;
             let failure = match settled {
-                Settled::Message { content, usage, replay_state, finish } => {
+                Settled::Message {
+                    content,
+                    usage,
+                    replay_state,
+                    finish,
+                } => {
                     break (stream, content, usage, replay_state, finish);
                 }
                 Settled::Failed(failure) => failure,
             };
             let delay_ms = {
                 let mut state = inner.state();
-                state.event(events::ASSISTANT_ATTEMPT, &json!({"turn": turn, "step": step, "stream": stream}));
+                state.event(
+                    events::ASSISTANT_ATTEMPT,
+                    &json!({"turn": turn, "step": step, "stream": stream}),
+                );
                 retry += 1;
                 let Some(delay_ms) = inner.retry.delay_ms(retry, &failure) else {
                     state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
@@ -68,9 +76,10 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 delay_ms
             };
             tokio::time::sleep(Duration::from_secs_f64(delay_ms / 1000.0)).await;
-            inner
-                .state()
-                .event(events::LLM_RETRY_STARTED, &json!({"retryId": retry_id, "turn": turn, "step": step, "retry": retry}));
+            inner.state().event(
+                events::LLM_RETRY_STARTED,
+                &json!({"retryId": retry_id, "turn": turn, "step": step, "retry": retry}),
+            );
         };
         let mut state = inner.state();
         let message = AssistantMessage {

@@ -67,7 +67,8 @@ impl FakeServer {
             while let Ok((stream, _)) = listener.accept().await {
                 let state = Arc::clone(&shared);
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| handle(Arc::clone(&state), req));
+                    let service =
+                        hyper::service::service_fn(move |req| handle(Arc::clone(&state), req));
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
@@ -84,7 +85,11 @@ impl FakeServer {
 
     /// Every request so far: `{seq, method, path, headers, body}`.
     pub fn requests(&self) -> Vec<Value> {
-        self.state.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        self.state
+            .requests
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -94,7 +99,10 @@ impl Drop for FakeServer {
     }
 }
 
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, std::io::Error> {
+async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, std::io::Error> {
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
     let mut headers = Map::new();
@@ -106,11 +114,19 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         };
         headers.insert(name.as_str().to_owned(), json!(shown));
     }
-    let bytes = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let bytes = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     let body: Value = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| json!({"__raw__": String::from_utf8_lossy(&bytes)}));
     let record = {
-        let mut requests = state.requests.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        let mut requests = state
+            .requests
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
         let record = json!({"seq": requests.len() + 1, "method": method, "path": path, "headers": headers, "body": body});
         requests.push(record.clone());
         record
@@ -121,16 +137,27 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     let protocol = match path.trim_start_matches("/v1") {
         "/messages" => render::Protocol::Messages,
         "/chat/completions" => render::Protocol::Chat,
-        _ => return Ok(plain(StatusCode::NOT_FOUND, json!({"type": "error", "error": {"type": "not_found_error", "message": format!("no route {path}")}}))),
+        _ => {
+            return Ok(plain(
+                StatusCode::NOT_FOUND,
+                json!({"type": "error", "error": {"type": "not_found_error", "message": format!("no route {path}")}}),
+            ));
+        }
     };
     let reply = {
-        let mut next = state.next.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        let mut next = state
+            .next
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
         let reply = state.replies.get(*next).cloned();
         *next += 1;
         reply
     };
     let Some(reply) = reply else {
-        return Ok(plain(StatusCode::INTERNAL_SERVER_ERROR, json!({"type": "error", "error": {"type": "api_error", "message": "fake model: scenario has no reply left"}})));
+        return Ok(plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"type": "error", "error": {"type": "api_error", "message": "fake model: scenario has no reply left"}}),
+        ));
     };
     if let Some(delay) = reply.delay_ms {
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -138,7 +165,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     if let Some(error) = &reply.error {
         return Ok(render::error_response(error));
     }
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("fake").to_owned();
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fake")
+        .to_owned();
     let input_tokens = u64::try_from(bytes.len() / 4).unwrap_or(u64::MAX);
     let events = render::events(protocol, &reply, &model, input_tokens);
     Ok(stream_response(events, reply.stall_ms, reply.cut))
@@ -147,12 +178,17 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
 fn plain(status: StatusCode, body: Value) -> Response<Body> {
     let mut response = Response::new(full(body.to_string()));
     *response.status_mut() = status;
-    response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
     response
 }
 
 fn full(text: String) -> Body {
-    Full::new(Bytes::from(text)).map_err(|never| match never {}).boxed()
+    Full::new(Bytes::from(text))
+        .map_err(|never| match never {})
+        .boxed()
 }
 
 /// Streams SSE frames; after the first delta frame, stalls and/or cuts.
@@ -161,7 +197,11 @@ fn stream_response(frames: Vec<render::Frame>, stall_ms: Option<u64>, cut: bool)
     tokio::spawn(async move {
         let mut seen_delta = false;
         for frame in frames {
-            if tx.send(Ok(Frame::data(Bytes::from(frame.text)))).await.is_err() {
+            if tx
+                .send(Ok(Frame::data(Bytes::from(frame.text))))
+                .await
+                .is_err()
+            {
                 return;
             }
             if frame.delta && !seen_delta {
@@ -170,14 +210,24 @@ fn stream_response(frames: Vec<render::Frame>, stall_ms: Option<u64>, cut: bool)
                     tokio::time::sleep(Duration::from_millis(stall)).await;
                 }
                 if cut {
-                    let _ = tx.send(Err(std::io::Error::other("fake model: stream cut"))).await;
+                    // Let the frames already queued reach the socket before
+                    // the connection is broken.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let _ = tx
+                        .send(Err(std::io::Error::other("fake model: stream cut")))
+                        .await;
                     return;
                 }
             }
         }
     });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
     let mut response = Response::new(BodyExt::boxed(StreamBody::new(stream)));
-    response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
+    response.headers_mut().insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
     response
 }

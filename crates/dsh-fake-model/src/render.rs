@@ -23,7 +23,11 @@ pub struct Frame {
 enum Part {
     Reasoning(Vec<String>),
     Text(Vec<String>),
-    Call { id: String, name: String, arguments: String },
+    Call {
+        id: String,
+        name: String,
+        arguments: String,
+    },
 }
 
 fn deltas(text: &Text) -> Vec<String> {
@@ -52,42 +56,83 @@ fn parts(reply: &Reply) -> Vec<Part> {
                 Some(Value::String(raw)) => raw.clone(),
                 Some(v) => v.to_string(),
             };
-            let id = call.id.clone().unwrap_or_else(|| format!("toolu_fake_{}", i + 1));
-            parts.push(Part::Call { id, name: call.name.clone(), arguments });
+            let id = call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("toolu_fake_{}", i + 1));
+            parts.push(Part::Call {
+                id,
+                name: call.name.clone(),
+                arguments,
+            });
         }
     }
     parts
 }
 
 fn stop(reply: &Reply, parts: &[Part]) -> Stop {
-    reply.stop.unwrap_or(if parts.iter().any(|p| matches!(p, Part::Call { .. })) { Stop::ToolUse } else { Stop::EndTurn })
+    reply
+        .stop
+        .unwrap_or(if parts.iter().any(|p| matches!(p, Part::Call { .. })) {
+            Stop::ToolUse
+        } else {
+            Stop::EndTurn
+        })
 }
 
 /// Splits `s` in two halves on a char boundary (argument streaming).
 fn halves(s: &str) -> Vec<String> {
-    let mid = s.char_indices().nth(s.chars().count() / 2).map_or(s.len(), |(i, _)| i);
-    [&s[..mid], &s[mid..]].into_iter().filter(|p| !p.is_empty()).map(str::to_owned).collect()
+    let mid = s
+        .char_indices()
+        .nth(s.chars().count() / 2)
+        .map_or(s.len(), |(i, _)| i);
+    [&s[..mid], &s[mid..]]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The SSE frames of a successful reply.
 pub fn events(protocol: Protocol, reply: &Reply, model: &str, input_tokens: u64) -> Vec<Frame> {
     let parts = parts(reply);
     let output_tokens = reply.usage.map_or_else(
-        || parts.iter().map(|p| match p {
-            Part::Reasoning(d) | Part::Text(d) => d.concat().len(),
-            Part::Call { arguments, .. } => arguments.len(),
-        }).sum::<usize>().div_ceil(4) as u64,
+        || {
+            parts
+                .iter()
+                .map(|p| match p {
+                    Part::Reasoning(d) | Part::Text(d) => d.concat().len(),
+                    Part::Call { arguments, .. } => arguments.len(),
+                })
+                .sum::<usize>()
+                .div_ceil(4) as u64
+        },
         |u| u.output_tokens,
     );
     let input_tokens = reply.usage.map_or(input_tokens, |u| u.input_tokens);
     match protocol {
-        Protocol::Messages => messages(&parts, stop(reply, &parts), model, input_tokens, output_tokens),
-        Protocol::Chat => chat(&parts, stop(reply, &parts), model, input_tokens, output_tokens),
+        Protocol::Messages => messages(
+            &parts,
+            stop(reply, &parts),
+            model,
+            input_tokens,
+            output_tokens,
+        ),
+        Protocol::Chat => chat(
+            &parts,
+            stop(reply, &parts),
+            model,
+            input_tokens,
+            output_tokens,
+        ),
     }
 }
 
 fn sse(name: &str, data: Value, delta: bool) -> Frame {
-    Frame { text: format!("event: {name}\ndata: {data}\n\n"), delta }
+    Frame {
+        text: format!("event: {name}\ndata: {data}\n\n"),
+        delta,
+    }
 }
 
 fn messages(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) -> Vec<Frame> {
@@ -98,23 +143,47 @@ fn messages(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) ->
     )];
     for (index, part) in parts.iter().enumerate() {
         let (block, pieces, delta_of): (Value, Vec<String>, fn(&str) -> Value) = match part {
-            Part::Reasoning(d) => (json!({"type": "thinking", "thinking": ""}), d.clone(), |t| json!({"type": "thinking_delta", "thinking": t})),
-            Part::Text(d) => (json!({"type": "text", "text": ""}), d.clone(), |t| json!({"type": "text_delta", "text": t})),
-            Part::Call { id, name, arguments } => (
+            Part::Reasoning(d) => (
+                json!({"type": "thinking", "thinking": ""}),
+                d.clone(),
+                |t| json!({"type": "thinking_delta", "thinking": t}),
+            ),
+            Part::Text(d) => (
+                json!({"type": "text", "text": ""}),
+                d.clone(),
+                |t| json!({"type": "text_delta", "text": t}),
+            ),
+            Part::Call {
+                id,
+                name,
+                arguments,
+            } => (
                 json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
                 halves(arguments),
                 |t| json!({"type": "input_json_delta", "partial_json": t}),
             ),
         };
-        frames.push(sse("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": block}), false));
+        frames.push(sse(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": block}),
+            false,
+        ));
         for piece in pieces {
-            frames.push(sse("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": delta_of(&piece)}), true));
+            frames.push(sse(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta_of(&piece)}),
+                true,
+            ));
         }
         if matches!(part, Part::Reasoning(_)) {
             let signature = format!("fake-sig-{index}");
             frames.push(sse("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}}), false));
         }
-        frames.push(sse("content_block_stop", json!({"type": "content_block_stop", "index": index}), false));
+        frames.push(sse(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+            false,
+        ));
     }
     let stop_reason = match stop {
         Stop::EndTurn => "end_turn",
@@ -127,17 +196,31 @@ fn messages(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) ->
 }
 
 fn chat(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) -> Vec<Frame> {
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    let chunk = |delta: Value, finish: Value| json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    let data = |v: Value, delta: bool| Frame {
+        text: format!("data: {v}\n\n"),
+        delta,
     };
-    let data = |v: Value, delta: bool| Frame { text: format!("data: {v}\n\n"), delta };
-    let mut frames = vec![data(chunk(json!({"role": "assistant", "content": ""}), Value::Null), false)];
+    let mut frames = vec![data(
+        chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+        false,
+    )];
     let mut call_index = 0;
     for part in parts {
         match part {
-            Part::Reasoning(d) => frames.extend(d.iter().map(|t| data(chunk(json!({"reasoning_content": t}), Value::Null), true))),
-            Part::Text(d) => frames.extend(d.iter().map(|t| data(chunk(json!({"content": t}), Value::Null), true))),
-            Part::Call { id, name, arguments } => {
+            Part::Reasoning(d) => frames.extend(
+                d.iter()
+                    .map(|t| data(chunk(json!({"reasoning_content": t}), Value::Null), true)),
+            ),
+            Part::Text(d) => frames.extend(
+                d.iter()
+                    .map(|t| data(chunk(json!({"content": t}), Value::Null), true)),
+            ),
+            Part::Call {
+                id,
+                name,
+                arguments,
+            } => {
                 frames.push(data(chunk(json!({"tool_calls": [{"index": call_index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), Value::Null), true));
                 for piece in halves(arguments) {
                     frames.push(data(chunk(json!({"tool_calls": [{"index": call_index, "function": {"arguments": piece}}]}), Value::Null), true));
@@ -153,7 +236,10 @@ fn chat(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) -> Vec
     };
     frames.push(data(chunk(json!({}), json!(finish)), false));
     frames.push(data(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}}), false));
-    frames.push(Frame { text: "data: [DONE]\n\n".to_owned(), delta: false });
+    frames.push(Frame {
+        text: "data: [DONE]\n\n".to_owned(),
+        delta: false,
+    });
     frames
 }
 
@@ -169,16 +255,25 @@ pub fn error_response(error: &ScriptedError) -> Response<Body> {
             404 => "not_found_error",
             429 => "rate_limit_error",
             529 => "overloaded_error",
-            _ => "api_error",
+            s if s >= 500 => "api_error",
+            _ => "http_error",
         }
         .to_owned()
     });
     let body = json!({"type": "error", "error": {"type": kind, "message": error.message}});
     let mut response = Response::new(full(body.to_string()));
-    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
-    headers.insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
-    if let Some(id) = error.request_id.as_deref().and_then(|id| hyper::header::HeaderValue::from_str(id).ok()) {
+    headers.insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    if let Some(id) = error
+        .request_id
+        .as_deref()
+        .and_then(|id| hyper::header::HeaderValue::from_str(id).ok())
+    {
         headers.insert("request-id", id);
     }
     if let Some(ms) = error.retry_after_ms {

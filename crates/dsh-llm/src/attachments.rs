@@ -31,18 +31,25 @@ pub struct AttachmentStore {
 impl AttachmentStore {
     /// The store of `dsh_home`. Nothing is created until an image is admitted.
     pub fn new(dsh_home: &Path) -> Self {
-        Self { root: dsh_home.join("attachments").join("v1") }
+        Self {
+            root: dsh_home.join("attachments").join("v1"),
+        }
     }
 
     /// Where the object with this sha256 hex digest lives.
     pub fn object_path(&self, hex: &str) -> PathBuf {
-        self.root.join("objects").join(hex.get(..2).unwrap_or("00")).join(hex)
+        self.root
+            .join("objects")
+            .join(hex.get(..2).unwrap_or("00"))
+            .join(hex)
     }
 
     /// Decodes an SDK image block's `data`, stores the bytes (atomically,
     /// 0600, once per content) and returns the `attachment` object.
     pub fn admit(&self, data: &str) -> Result<Value, AdmitError> {
-        let bytes = STANDARD.decode(data).map_err(|_| AdmitError::NotCanonical)?;
+        let bytes = STANDARD
+            .decode(data)
+            .map_err(|_| AdmitError::NotCanonical)?;
         if STANDARD.encode(&bytes) != data {
             return Err(AdmitError::NotCanonical);
         }
@@ -64,8 +71,12 @@ impl AttachmentStore {
 
     /// The stored bytes of an `attachment` object.
     pub fn load(&self, attachment: &Value) -> std::io::Result<Vec<u8>> {
-        let hex = attachment_hex(attachment)
-            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "attachment without a sha256 id"))?;
+        let hex = attachment_hex(attachment).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "attachment without a sha256 id",
+            )
+        })?;
         std::fs::read(self.object_path(hex))
     }
 
@@ -74,10 +85,17 @@ impl AttachmentStore {
         let tmp_dir = self.root.join("tmp");
         let parent = path.parent().unwrap_or(&self.root);
         for dir in [&tmp_dir, &parent.to_path_buf()] {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
         }
         let tmp = tmp_dir.join(format!("{}-{}", std::process::id(), uuid_like()));
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_data()?;
         std::fs::rename(&tmp, path)
@@ -90,11 +108,17 @@ fn uuid_like() -> String {
 
 /// The hex digest of an `attachment` object's `sha256:` id.
 pub fn attachment_hex(attachment: &Value) -> Option<&str> {
-    attachment.get("attachmentId")?.as_str()?.strip_prefix("sha256:")
+    attachment
+        .get("attachmentId")?
+        .as_str()?
+        .strip_prefix("sha256:")
 }
 
 fn hex_digest(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn media_type(bytes: &[u8]) -> Option<&'static str> {
@@ -125,7 +149,9 @@ mod tests {
         );
         let path = home.join("attachments/v1/objects/57/57cda64cead0869cd5f90dfebb024f4bd9a922aaea91d513de6fa3e949d88921");
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        let mode = std::fs::metadata(&path)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0);
         assert_eq!(mode, 0o600);
         assert_eq!(store.load(&attachment).map(|b| b.len()).ok(), Some(75));
         // Admitting the same bytes again is idempotent.
@@ -136,9 +162,21 @@ mod tests {
     #[test]
     fn refuses_non_canonical_base64_and_non_images() {
         let store = AttachmentStore::new(Path::new("/nonexistent-dsh-home"));
-        assert!(matches!(store.admit(&PNG[..PNG.len() - 1]), Err(AdmitError::NotCanonical)));
-        assert!(matches!(store.admit("aGVsbG9="), Err(AdmitError::NotCanonical)));
-        assert!(matches!(store.admit("aGVsbG8=\n"), Err(AdmitError::NotCanonical)));
-        assert!(matches!(store.admit("aGVsbG8="), Err(AdmitError::NotAnImage)));
+        assert!(matches!(
+            store.admit(&PNG[..PNG.len() - 1]),
+            Err(AdmitError::NotCanonical)
+        ));
+        assert!(matches!(
+            store.admit("aGVsbG9="),
+            Err(AdmitError::NotCanonical)
+        ));
+        assert!(matches!(
+            store.admit("aGVsbG8=\n"),
+            Err(AdmitError::NotCanonical)
+        ));
+        assert!(matches!(
+            store.admit("aGVsbG8="),
+            Err(AdmitError::NotAnImage)
+        ));
     }
 }

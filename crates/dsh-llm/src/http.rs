@@ -27,7 +27,10 @@ pub struct BaseUrlError {
 /// Validates an http(s) base URL without credentials, query or fragment and
 /// returns it without a trailing `/`.
 pub fn base_url(url: &str) -> Result<String, BaseUrlError> {
-    let error = |reason| BaseUrlError { url: url.to_owned(), reason };
+    let error = |reason| BaseUrlError {
+        url: url.to_owned(),
+        reason,
+    };
     let parsed = reqwest::Url::parse(url).map_err(|_| error("not a URL"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(error("only http and https are supported"));
@@ -84,31 +87,54 @@ pub fn http_failure(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmFailure
         .unwrap_or_else(|| {
             let text = String::from_utf8_lossy(body);
             let text = text.trim();
-            if text.is_empty() { format!("HTTP {status}") } else { text.chars().take(500).collect() }
+            if text.is_empty() {
+                format!("HTTP {status}")
+            } else {
+                text.chars().take(500).collect()
+            }
         });
-    let kind = error.get("type").and_then(Value::as_str).unwrap_or_default();
+    let kind = error
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let code = classify(status, kind, &message);
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
     LlmFailure {
         message,
         code,
         status: Some(status),
-        provider_retry_after_ms: header("retry-after").and_then(|v| retry_after_ms(&v, SystemTime::now())),
-        request_id: header("request-id").or_else(|| header("x-request-id")).or_else(|| header("x-deepseek-request-id")),
+        provider_retry_after_ms: header("retry-after")
+            .and_then(|v| retry_after_ms(&v, SystemTime::now())),
+        request_id: header("request-id")
+            .or_else(|| header("x-request-id"))
+            .or_else(|| header("x-deepseek-request-id")),
     }
 }
 
 fn classify(status: u16, kind: &str, message: &str) -> String {
     let lower = message.to_lowercase();
-    let code = if matches!(status, 401 | 403) || matches!(kind, "authentication_error" | "permission_error") {
+    let code = if matches!(status, 401 | 403)
+        || matches!(kind, "authentication_error" | "permission_error")
+    {
         "AUTH"
     } else if status == 402 || lower.contains("quota") || lower.contains("insufficient balance") {
         "QUOTA"
     } else if status == 429 || kind == "rate_limit_error" {
         "RATE_LIMIT"
-    } else if ["context length", "context window", "maximum context", "too many tokens", "prompt is too long"]
-        .iter()
-        .any(|w| lower.contains(w))
+    } else if [
+        "context length",
+        "context window",
+        "maximum context",
+        "too many tokens",
+        "prompt is too long",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
     {
         "CONTEXT_WINDOW_EXCEEDED"
     } else if matches!(status, 400 | 413 | 422) || kind == "invalid_request_error" {
@@ -129,7 +155,11 @@ pub fn retry_after_ms(value: &str, now: SystemTime) -> Option<u64> {
         return (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).round() as u64);
     }
     let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0))
+    Some(
+        at.duration_since(now)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0),
+    )
 }
 
 /// Reads an SSE response, calling `on_event` for each event until it
@@ -146,7 +176,13 @@ pub async fn read_sse(
     let mut body = response.bytes_stream();
     loop {
         let next = tokio::time::timeout(idle, body.next()).await.map_err(|_| {
-            LlmFailure::new("TIMEOUT", format!("{label} stream was idle for more than {} ms", idle.as_millis()))
+            LlmFailure::new(
+                "TIMEOUT",
+                format!(
+                    "{label} stream was idle for more than {} ms",
+                    idle.as_millis()
+                ),
+            )
         })?;
         let bytes = match next {
             None => return Ok(()),
@@ -178,14 +214,27 @@ mod tests {
 
     #[test]
     fn http_errors_map_to_the_official_codes() {
-        let body = |kind: &str, msg: &str| format!(r#"{{"type":"error","error":{{"type":"{kind}","message":"{msg}"}}}}"#);
+        let body = |kind: &str, msg: &str| {
+            format!(r#"{{"type":"error","error":{{"type":"{kind}","message":"{msg}"}}}}"#)
+        };
         let cases = [
             (401, body("authentication_error", "invalid api key"), "AUTH"),
             (403, body("permission_error", "nope"), "AUTH"),
             (402, body("billing_error", "pay up"), "QUOTA"),
-            (400, body("invalid_request_error", "Insufficient Balance"), "QUOTA"),
+            (
+                400,
+                body("invalid_request_error", "Insufficient Balance"),
+                "QUOTA",
+            ),
             (429, body("rate_limit_error", "slow down"), "RATE_LIMIT"),
-            (400, body("invalid_request_error", "prompt is too long: 2000000 tokens > maximum context"), "CONTEXT_WINDOW_EXCEEDED"),
+            (
+                400,
+                body(
+                    "invalid_request_error",
+                    "prompt is too long: 2000000 tokens > maximum context",
+                ),
+                "CONTEXT_WINDOW_EXCEEDED",
+            ),
             (400, body("invalid_request_error", "bad"), "INVALID_REQUEST"),
             (413, body("request_too_large", "big"), "INVALID_REQUEST"),
             (500, body("api_error", "fake internal error"), "SERVER"),
@@ -199,9 +248,19 @@ mod tests {
             assert_eq!(f.request_id.as_deref(), Some("req-1"));
             assert_eq!(f.provider_retry_after_ms, Some(2000));
         }
-        assert_eq!(failure(500, r#"{"type":"error","error":{"type":"api_error","message":"fake internal error"}}"#).message, "fake internal error");
+        assert_eq!(
+            failure(
+                500,
+                r#"{"type":"error","error":{"type":"api_error","message":"fake internal error"}}"#
+            )
+            .message,
+            "fake internal error"
+        );
         assert_eq!(failure(502, "").message, "HTTP 502");
-        assert_eq!(failure(502, "<html>bad gateway</html>").message, "<html>bad gateway</html>");
+        assert_eq!(
+            failure(502, "<html>bad gateway</html>").message,
+            "<html>bad gateway</html>"
+        );
     }
 
     #[test]
@@ -217,7 +276,10 @@ mod tests {
 
     #[test]
     fn base_urls_are_validated() {
-        assert_eq!(base_url("http://127.0.0.1:8000/").as_deref(), Ok("http://127.0.0.1:8000"));
+        assert_eq!(
+            base_url("http://127.0.0.1:8000/").as_deref(),
+            Ok("http://127.0.0.1:8000")
+        );
         assert!(base_url("ftp://x").is_err());
         assert!(base_url("https://user:pw@x").is_err());
         assert!(base_url("https://x/?a=1").is_err());

@@ -29,12 +29,12 @@ pub mod openai;
 pub mod scripted;
 
 pub use accumulate::{Accumulator, Settled};
+pub use attachments::{AdmitError, AttachmentStore};
 pub use chunk::{BlockType, FinishReason, StreamChunk, Usage};
 pub use failure::LlmFailure;
+pub use http::DEFAULT_IDLE_TIMEOUT;
 pub use provider::{ChunkSender, ModelRequest, Provider, ToolSpec};
 pub use record::StreamRecorder;
-pub use attachments::{AdmitError, AttachmentStore};
-pub use http::DEFAULT_IDLE_TIMEOUT;
 pub use registry::{ProviderEnv, ProviderRegistry, RouteError};
 pub use retry::{RETRYABLE, RetryPolicy};
 pub use route::{DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, EFFORTS, ModelInfo, Route};

@@ -15,7 +15,9 @@ pub enum RouteError {
     #[error("no adapter registered for provider \"{0}\"")]
     NoAdapter(String),
     /// The provider does not accept this effort.
-    #[error("provider \"{provider}\" model \"{model}\" does not support reasoning effort \"{effort}\"")]
+    #[error(
+        "provider \"{provider}\" model \"{model}\" does not support reasoning effort \"{effort}\""
+    )]
     UnsupportedEffort {
         /// Provider name.
         provider: String,
@@ -90,7 +92,10 @@ impl ProviderRegistry {
     pub fn mount(&self, route: &Route) -> Result<Arc<dyn Provider>, RouteError> {
         if let Some(effort) = &route.reasoning_effort
             && !EFFORTS.contains(&effort.as_str())
-            && matches!(route.provider.as_str(), crate::scripted::NAME | deepseek::NAME | openai::NAME)
+            && matches!(
+                route.provider.as_str(),
+                crate::scripted::NAME | deepseek::NAME | openai::NAME
+            )
         {
             return Err(RouteError::UnsupportedEffort {
                 provider: route.provider.clone(),
@@ -99,15 +104,25 @@ impl ProviderRegistry {
             });
         }
         let client = |provider: &str| {
-            http::client().map_err(|e| RouteError::Client { provider: provider.to_owned(), message: e.to_string() })
+            http::client().map_err(|e| RouteError::Client {
+                provider: provider.to_owned(),
+                message: e.to_string(),
+            })
         };
         let base = |provider: &str, url: &str| {
-            http::base_url(url).map_err(|source| RouteError::BaseUrl { provider: provider.to_owned(), source })
+            http::base_url(url).map_err(|source| RouteError::BaseUrl {
+                provider: provider.to_owned(),
+                source,
+            })
         };
         Ok(match route.provider.as_str() {
             crate::scripted::NAME => Arc::new(ScriptedProvider::for_model(&route.model)?),
             deepseek::NAME => {
-                let url = self.env.deepseek_base_url.as_deref().unwrap_or(deepseek::DEFAULT_BASE_URL);
+                let url = self
+                    .env
+                    .deepseek_base_url
+                    .as_deref()
+                    .unwrap_or(deepseek::DEFAULT_BASE_URL);
                 let config = DeepSeekConfig {
                     base_url: base(deepseek::NAME, url)?,
                     api_key: self.env.deepseek_api_key.clone(),
@@ -117,7 +132,11 @@ impl ProviderRegistry {
                 Arc::new(DeepSeekOfficial::new(config, client(deepseek::NAME)?))
             }
             openai::NAME => {
-                let url = self.env.openai_base_url.as_deref().ok_or(RouteError::MissingBaseUrl)?;
+                let url = self
+                    .env
+                    .openai_base_url
+                    .as_deref()
+                    .ok_or(RouteError::MissingBaseUrl)?;
                 let config = OpenAiConfig {
                     base_url: base(openai::NAME, url)?,
                     api_key: self.env.openai_api_key.clone(),
@@ -146,7 +165,12 @@ mod tests {
     }
 
     fn route(provider: &str, model: &str, effort: Option<&str>) -> Route {
-        Route { provider: provider.into(), model: model.into(), reasoning_effort: effort.map(Into::into), max_tokens: None }
+        Route {
+            provider: provider.into(),
+            model: model.into(),
+            reasoning_effort: effort.map(Into::into),
+            max_tokens: None,
+        }
     }
 
     fn error(route: &Route) -> Option<String> {
@@ -155,22 +179,45 @@ mod tests {
 
     #[test]
     fn errors_carry_the_official_messages() {
-        assert_eq!(error(&route("not-a-provider", "m", None)).as_deref(), Some("no adapter registered for provider \"not-a-provider\""));
         assert_eq!(
-            error(&route("deepseek-official", "deepseek-v4-flash", Some("ultra"))).as_deref(),
-            Some("provider \"deepseek-official\" model \"deepseek-v4-flash\" does not support reasoning effort \"ultra\"")
+            error(&route("not-a-provider", "m", None)).as_deref(),
+            Some("no adapter registered for provider \"not-a-provider\"")
         );
-        assert_eq!(error(&route("deepseek-official", "no-such-model", Some("max"))), None);
+        assert_eq!(
+            error(&route(
+                "deepseek-official",
+                "deepseek-v4-flash",
+                Some("ultra")
+            ))
+            .as_deref(),
+            Some(
+                "provider \"deepseek-official\" model \"deepseek-v4-flash\" does not support reasoning effort \"ultra\""
+            )
+        );
+        assert_eq!(
+            error(&route("deepseek-official", "no-such-model", Some("max"))),
+            None
+        );
         assert_eq!(error(&route("scripted", "echo", Some("off"))), None);
         assert!(error(&route("scripted", "relative/path.yaml", None)).is_some());
-        assert!(error(&route("openai-compatible", "m", None)).is_some_and(|e| e.contains("DSH_OPENAI_BASE_URL")));
+        assert!(
+            error(&route("openai-compatible", "m", None))
+                .is_some_and(|e| e.contains("DSH_OPENAI_BASE_URL"))
+        );
     }
 
     #[test]
     fn bad_base_urls_are_refused_at_mount() {
         let mut r = registry();
         r.env.deepseek_base_url = Some("ftp://nope".into());
-        let err = r.mount(&route("deepseek-official", "m", None)).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err.starts_with("provider \"deepseek-official\": invalid base URL \"ftp://nope\""), "{err}");
+        let err = r
+            .mount(&route("deepseek-official", "m", None))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("provider \"deepseek-official\": invalid base URL \"ftp://nope\""),
+            "{err}"
+        );
     }
 }

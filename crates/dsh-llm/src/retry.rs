@@ -4,7 +4,13 @@ use crate::LlmFailure;
 use serde_json::json;
 
 /// Codes worth another attempt.
-pub const RETRYABLE: [&str; 5] = ["EMPTY_RESPONSE", "RATE_LIMIT", "SERVER", "TIMEOUT", "TRANSPORT"];
+pub const RETRYABLE: [&str; 5] = [
+    "EMPTY_RESPONSE",
+    "RATE_LIMIT",
+    "SERVER",
+    "TIMEOUT",
+    "TRANSPORT",
+];
 
 /// Exponential back-off with jitter; `normal` mode.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,14 +27,27 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        Self { max_retries: 5, initial_ms: 500, cap_ms: 10_000, jitter: 0.1 }
+        Self {
+            max_retries: 5,
+            initial_ms: 500,
+            cap_ms: 10_000,
+            jitter: 0.1,
+        }
     }
 }
 
 impl RetryPolicy {
     /// The `policyKey` of `llm/retry` events: a JSON string of the policy.
     pub fn policy_key(&self) -> String {
-        json!(["normal", self.max_retries, RETRYABLE, self.initial_ms, self.cap_ms, self.jitter]).to_string()
+        json!([
+            "normal",
+            self.max_retries,
+            RETRYABLE,
+            self.initial_ms,
+            self.cap_ms,
+            self.jitter
+        ])
+        .to_string()
     }
 
     /// The delay before retry number `retry` (1-based) after `failure`, or
@@ -60,20 +79,42 @@ mod tests {
             r#"["normal",5,["EMPTY_RESPONSE","RATE_LIMIT","SERVER","TIMEOUT","TRANSPORT"],500,10000,0.1]"#
         );
         let server = LlmFailure::new("SERVER", "x");
-        for (retry, base) in [(1, 500.0), (2, 1000.0), (3, 2000.0), (4, 4000.0), (5, 8000.0)] {
+        for (retry, base) in [
+            (1, 500.0),
+            (2, 1000.0),
+            (3, 2000.0),
+            (4, 4000.0),
+            (5, 8000.0),
+        ] {
             let delay = policy.delay_ms(retry, &server).unwrap_or(-1.0);
-            assert!((base * 0.9..=base * 1.1).contains(&delay), "retry {retry}: {delay}");
+            assert!(
+                (base * 0.9..=base * 1.1).contains(&delay),
+                "retry {retry}: {delay}"
+            );
         }
         assert_eq!(policy.delay_ms(6, &server), None);
-        let capped = RetryPolicy { max_retries: 10, ..RetryPolicy::default() };
+        let capped = RetryPolicy {
+            max_retries: 10,
+            ..RetryPolicy::default()
+        };
         assert!(capped.delay_ms(9, &server).unwrap_or(0.0) <= 11_000.0);
     }
 
     #[test]
     fn non_retryable_codes_and_long_retry_after_give_up() {
         let policy = RetryPolicy::default();
-        for code in ["AUTH", "STREAM_CLOSED", "MISSING_CREDENTIAL", "UNSUPPORTED_CONTENT", "INVALID_REQUEST"] {
-            assert_eq!(policy.delay_ms(1, &LlmFailure::new(code, "x")), None, "{code}");
+        for code in [
+            "AUTH",
+            "STREAM_CLOSED",
+            "MISSING_CREDENTIAL",
+            "UNSUPPORTED_CONTENT",
+            "INVALID_REQUEST",
+        ] {
+            assert_eq!(
+                policy.delay_ms(1, &LlmFailure::new(code, "x")),
+                None,
+                "{code}"
+            );
         }
         let mut limited = LlmFailure::new("RATE_LIMIT", "x");
         limited.provider_retry_after_ms = Some(1500);

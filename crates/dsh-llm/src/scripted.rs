@@ -345,7 +345,9 @@ impl Provider for ScriptedProvider {
             for chunk in chunks(&reply, &model, input_estimate) {
                 let delta = matches!(
                     chunk,
-                    StreamChunk::TextDelta { .. } | StreamChunk::ReasoningDelta { .. } | StreamChunk::ToolCallDelta { .. }
+                    StreamChunk::TextDelta { .. }
+                        | StreamChunk::ReasoningDelta { .. }
+                        | StreamChunk::ToolCallDelta { .. }
                 );
                 if out.send(chunk).is_err() {
                     return;
@@ -382,7 +384,10 @@ fn chunks(reply: &Reply, model: &str, input_estimate: u64) -> Vec<StreamChunk> {
             provider_retry_after_ms: error.retry_after_ms,
             request_id: error.request_id.clone(),
         };
-        out.push(StreamChunk::Finish { reason: FinishReason::Error { failure }, replay_state: None });
+        out.push(StreamChunk::Finish {
+            reason: FinishReason::Error { failure },
+            replay_state: None,
+        });
         return out;
     }
     let mut blocks = Vec::new();

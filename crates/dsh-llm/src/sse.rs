@@ -48,7 +48,10 @@ impl SseDecoder {
     fn line(&mut self, line: &str) -> Option<SseEvent> {
         if line.is_empty() {
             let data = self.data.take()?;
-            return Some(SseEvent { event: self.event.take(), data });
+            return Some(SseEvent {
+                event: self.event.take(),
+                data,
+            });
         }
         if line.starts_with(':') {
             return None;
@@ -84,9 +87,18 @@ mod tests {
             assert_eq!(
                 events,
                 vec![
-                    SseEvent { event: Some("a".into()), data: "{\"x\":1}".into() },
-                    SseEvent { event: None, data: "one\ntwo".into() },
-                    SseEvent { event: Some("b".into()), data: "tight".into() },
+                    SseEvent {
+                        event: Some("a".into()),
+                        data: "{\"x\":1}".into()
+                    },
+                    SseEvent {
+                        event: None,
+                        data: "one\ntwo".into()
+                    },
+                    SseEvent {
+                        event: Some("b".into()),
+                        data: "tight".into()
+                    },
                 ],
                 "cut at {cut}"
             );

@@ -125,19 +125,30 @@ impl Launch {
             dsh_home,
             deepseek_api_key: env.get("DEEPSEEK_API_KEY"),
             deepseek_base_url: env.get("DEEPSEEK_BASE_URL"),
-            openai_base_url: env.get("DSH_OPENAI_BASE_URL").or_else(|| env.get("OPENAI_BASE_URL")),
-            openai_api_key: env.get("DSH_OPENAI_API_KEY").or_else(|| env.get("OPENAI_API_KEY")),
+            openai_base_url: env
+                .get("DSH_OPENAI_BASE_URL")
+                .or_else(|| env.get("OPENAI_BASE_URL")),
+            openai_api_key: env
+                .get("DSH_OPENAI_API_KEY")
+                .or_else(|| env.get("OPENAI_API_KEY")),
             idle_timeout: env
                 .millis("DSH_STREAM_IDLE_TIMEOUT_MS")?
                 .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_millis),
         };
         let defaults = RetryPolicy::default();
         let retry = RetryPolicy {
-            initial_ms: env.millis("DSH_RETRY_INITIAL_MS")?.unwrap_or(defaults.initial_ms),
+            initial_ms: env
+                .millis("DSH_RETRY_INITIAL_MS")?
+                .unwrap_or(defaults.initial_ms),
             cap_ms: env.millis("DSH_RETRY_MAX_MS")?.unwrap_or(defaults.cap_ms),
             ..defaults
         };
-        Ok(Prepared::Run(Self { profile, providers, retry, process_cwd }))
+        Ok(Prepared::Run(Self {
+            profile,
+            providers,
+            retry,
+            process_cwd,
+        }))
     }
 
     /// The server configuration of this launch.
@@ -183,7 +194,12 @@ impl LaunchEnv {
     /// A millisecond setting.
     fn millis(&self, name: &'static str) -> Result<Option<u64>, LaunchError> {
         self.get(name)
-            .map(|value| value.trim().parse().map_err(|_| LaunchError::NotMillis { name, value }))
+            .map(|value| {
+                value
+                    .trim()
+                    .parse()
+                    .map_err(|_| LaunchError::NotMillis { name, value })
+            })
             .transpose()
     }
 

@@ -53,7 +53,10 @@ pub struct DeepSeekOfficial {
 impl DeepSeekOfficial {
     /// A provider over `config`.
     pub fn new(config: DeepSeekConfig, client: reqwest::Client) -> Self {
-        Self { config: Arc::new(config), client }
+        Self {
+            config: Arc::new(config),
+            client,
+        }
     }
 }
 
@@ -111,7 +114,13 @@ impl Provider for DeepSeekOfficial {
             let response = match tokio::time::timeout(config.idle_timeout, send).await {
                 Err(_) => {
                     let ms = config.idle_timeout.as_millis();
-                    return fail(&out, LlmFailure::new("TIMEOUT", format!("{LABEL} sent no response within {ms} ms")));
+                    return fail(
+                        &out,
+                        LlmFailure::new(
+                            "TIMEOUT",
+                            format!("{LABEL} sent no response within {ms} ms"),
+                        ),
+                    );
                 }
                 Ok(Err(err)) => return fail(&out, http::transport_failure(LABEL, &err)),
                 Ok(Ok(response)) => response,
@@ -128,16 +137,21 @@ impl Provider for DeepSeekOfficial {
             }
             let mut translator = stream::Translator::new(&request.route.model);
             let mut failure = None;
-            let read = read_sse(LABEL, response, config.idle_timeout, |event| match translator.event(&event) {
-                Ok(chunks) => {
-                    let delivered = chunks.into_iter().all(|chunk| out.send(chunk).is_ok());
-                    delivered && !translator.done()
-                }
-                Err(f) => {
-                    failure = Some(f);
-                    false
-                }
-            })
+            let read = read_sse(
+                LABEL,
+                response,
+                config.idle_timeout,
+                |event| match translator.event(&event) {
+                    Ok(chunks) => {
+                        let delivered = chunks.into_iter().all(|chunk| out.send(chunk).is_ok());
+                        delivered && !translator.done()
+                    }
+                    Err(f) => {
+                        failure = Some(f);
+                        false
+                    }
+                },
+            )
             .await;
             if let Some(f) = failure.or(read.err()) {
                 return fail(&out, f);
@@ -150,7 +164,10 @@ impl Provider for DeepSeekOfficial {
 }
 
 fn fail(out: &ChunkSender, failure: LlmFailure) {
-    let _ = out.send(StreamChunk::Finish { reason: FinishReason::Error { failure }, replay_state: None });
+    let _ = out.send(StreamChunk::Finish {
+        reason: FinishReason::Error { failure },
+        replay_state: None,
+    });
 }
 
 #[cfg(test)]
@@ -159,10 +176,22 @@ mod tests {
 
     #[test]
     fn credentials_are_checked_before_any_io() {
-        assert_eq!(credential(None).err().map(|f| f.code).as_deref(), Some("MISSING_CREDENTIAL"));
-        assert_eq!(credential(Some("  ")).err().map(|f| f.code).as_deref(), Some("MISSING_CREDENTIAL"));
-        assert_eq!(credential(Some("sk-é")).err().map(|f| f.code).as_deref(), Some("INVALID_CREDENTIAL"));
-        assert_eq!(credential(Some("sk a")).err().map(|f| f.code).as_deref(), Some("INVALID_CREDENTIAL"));
+        assert_eq!(
+            credential(None).err().map(|f| f.code).as_deref(),
+            Some("MISSING_CREDENTIAL")
+        );
+        assert_eq!(
+            credential(Some("  ")).err().map(|f| f.code).as_deref(),
+            Some("MISSING_CREDENTIAL")
+        );
+        assert_eq!(
+            credential(Some("sk-é")).err().map(|f| f.code).as_deref(),
+            Some("INVALID_CREDENTIAL")
+        );
+        assert_eq!(
+            credential(Some("sk a")).err().map(|f| f.code).as_deref(),
+            Some("INVALID_CREDENTIAL")
+        );
         assert_eq!(credential(Some(" sk-1 ")).ok().as_deref(), Some("sk-1"));
     }
 
@@ -174,8 +203,14 @@ mod tests {
             idle_timeout: Duration::from_secs(1),
             attachments: AttachmentStore::new(std::path::Path::new("/nonexistent")),
         };
-        assert_eq!(config("http://127.0.0.1:8000").messages_url(), "http://127.0.0.1:8000/v1/messages");
-        assert_eq!(config("https://api.deepseek.com/anthropic").messages_url(), "https://api.deepseek.com/anthropic/v1/messages");
+        assert_eq!(
+            config("http://127.0.0.1:8000").messages_url(),
+            "http://127.0.0.1:8000/v1/messages"
+        );
+        assert_eq!(
+            config("https://api.deepseek.com/anthropic").messages_url(),
+            "https://api.deepseek.com/anthropic/v1/messages"
+        );
         assert_eq!(config("http://h/v1").messages_url(), "http://h/v1/messages");
     }
 }

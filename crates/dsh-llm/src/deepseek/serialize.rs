@@ -45,7 +45,10 @@ pub fn body(request: &ModelRequest, target: &Target<'_>) -> Result<Value, LlmFai
 }
 
 fn unsupported(kind: &str) -> LlmFailure {
-    LlmFailure::new("UNSUPPORTED_CONTENT", format!("DeepSeek Messages cannot represent user/tool-result content {kind}"))
+    LlmFailure::new(
+        "UNSUPPORTED_CONTENT",
+        format!("DeepSeek Messages cannot represent user/tool-result content {kind}"),
+    )
 }
 
 /// Same-role entries merge; tool results lead their user message.
@@ -60,7 +63,10 @@ fn messages(request: &ModelRequest, target: &Target<'_>) -> Result<Vec<Value>, L
                 let result = json!({"type": "tool_result", "tool_use_id": tool.tool_call_id, "content": content, "is_error": tool.is_error});
                 ("user", vec![result])
             }
-            Message::Assistant(assistant) => ("assistant", assistant_blocks(assistant, &request.route.model)),
+            Message::Assistant(assistant) => (
+                "assistant",
+                assistant_blocks(assistant, &request.route.model),
+            ),
         };
         if blocks.is_empty() {
             continue;
@@ -69,7 +75,10 @@ fn messages(request: &ModelRequest, target: &Target<'_>) -> Result<Vec<Value>, L
             Some((last_role, last)) if *last_role == role => {
                 for block in blocks {
                     if block["type"] == "tool_result" {
-                        let at = last.iter().take_while(|b| b["type"] == "tool_result").count();
+                        let at = last
+                            .iter()
+                            .take_while(|b| b["type"] == "tool_result")
+                            .count();
                         last.insert(at, block);
                     } else {
                         last.push(block);
@@ -80,7 +89,10 @@ fn messages(request: &ModelRequest, target: &Target<'_>) -> Result<Vec<Value>, L
         }
     }
     check_tool_pairs(&out)?;
-    Ok(out.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect())
+    Ok(out
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect())
 }
 
 fn text_blocks(content: &[Value]) -> Result<Vec<Value>, LlmFailure> {
@@ -88,7 +100,10 @@ fn text_blocks(content: &[Value]) -> Result<Vec<Value>, LlmFailure> {
     for block in content {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => {
-                let text = block.get("text").and_then(Value::as_str).unwrap_or_default();
+                let text = block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if !text.is_empty() {
                     out.push(json!({"type": "text", "text": text}));
                 }
@@ -104,7 +119,9 @@ fn user_blocks(content: &[Value], target: &Target<'_>) -> Result<Vec<Value>, Llm
     for block in content {
         match block.get("type").and_then(Value::as_str) {
             Some("image") => {
-                let attachment = block.get("attachment").ok_or_else(|| unsupported("image"))?;
+                let attachment = block
+                    .get("attachment")
+                    .ok_or_else(|| unsupported("image"))?;
                 out.extend(image_blocks(attachment, target)?);
             }
             _ => out.extend(text_blocks(std::slice::from_ref(block))?),
@@ -117,13 +134,24 @@ fn image_blocks(attachment: &Value, target: &Target<'_>) -> Result<Vec<Value>, L
     let hex = attachment_hex(attachment).ok_or_else(|| unsupported("image"))?;
     if !target.accepts_images {
         let short = hex.get(..8).unwrap_or(hex);
-        return Ok(vec![json!({"type": "text", "text": format!("[image omitted because this model accepts text only; attachment sha256:{short}]")})]);
+        return Ok(vec![
+            json!({"type": "text", "text": format!("[image omitted because this model accepts text only; attachment sha256:{short}]")}),
+        ]);
     }
     let bytes = target.attachments.load(attachment).map_err(|err| {
-        LlmFailure::new("INVALID_REQUEST", format!("image attachment sha256:{hex} cannot be read: {err}"))
+        LlmFailure::new(
+            "INVALID_REQUEST",
+            format!("image attachment sha256:{hex} cannot be read: {err}"),
+        )
     })?;
-    let media_type = attachment.get("mediaType").and_then(Value::as_str).unwrap_or("image/png");
-    let (w, h) = (attachment.get("width").unwrap_or(&Value::Null), attachment.get("height").unwrap_or(&Value::Null));
+    let media_type = attachment
+        .get("mediaType")
+        .and_then(Value::as_str)
+        .unwrap_or("image/png");
+    let (w, h) = (
+        attachment.get("width").unwrap_or(&Value::Null),
+        attachment.get("height").unwrap_or(&Value::Null),
+    );
     let path = target.attachments.object_path(hex);
     Ok(vec![
         json!({"type": "text", "text": format!("Image attachment sha256:{hex} ({w}x{h} px, {media_type}); the original is stored at \"{}\".", path.display())}),
@@ -134,14 +162,24 @@ fn image_blocks(attachment: &Value, target: &Target<'_>) -> Result<Vec<Value>, L
 fn assistant_blocks(message: &dsh_session::AssistantMessage, model: &str) -> Vec<Value> {
     let source = &message.source;
     let same_model = source.get("model").and_then(Value::as_str) == Some(model);
-    let replay = source.pointer("/replayState/blocks").and_then(Value::as_array);
+    let replay = source
+        .pointer("/replayState/blocks")
+        .and_then(Value::as_array);
     let mut out = Vec::new();
     for (i, block) in message.content.iter().enumerate() {
-        let text = || block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let text = || {
+            block
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         match block.get("type").and_then(Value::as_str) {
             Some("reasoning") => {
                 let mut thinking = json!({"type": "thinking", "thinking": text()});
-                let signature = replay.and_then(|r| r.get(i)).and_then(|b| b.get("signature"));
+                let signature = replay
+                    .and_then(|r| r.get(i))
+                    .and_then(|b| b.get("signature"));
                 if let (true, Some(signature)) = (same_model, signature) {
                     thinking["signature"] = signature.clone();
                 }
@@ -149,7 +187,10 @@ fn assistant_blocks(message: &dsh_session::AssistantMessage, model: &str) -> Vec
             }
             Some("text") => out.push(json!({"type": "text", "text": text()})),
             Some("tool-call") => {
-                let arguments = block.get("arguments").and_then(Value::as_str).unwrap_or("{}");
+                let arguments = block
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or("{}");
                 let input = match serde_json::from_str::<Value>(arguments) {
                     Ok(Value::Object(map)) => Value::Object(map),
                     _ => json!({}),
@@ -171,9 +212,10 @@ fn check_tool_pairs(messages: &[(&'static str, Vec<Value>)]) -> Result<(), LlmFa
         }
         for block in blocks.iter().filter(|b| b["type"] == "tool_use") {
             let id = &block["id"];
-            let answered = messages
-                .get(i + 1)
-                .is_some_and(|(_, next)| next.iter().any(|b| b["type"] == "tool_result" && &b["tool_use_id"] == id));
+            let answered = messages.get(i + 1).is_some_and(|(_, next)| {
+                next.iter()
+                    .any(|b| b["type"] == "tool_result" && &b["tool_use_id"] == id)
+            });
             if !answered {
                 return Err(LlmFailure::new(
                     "INVALID_REQUEST",

@@ -28,7 +28,14 @@ pub struct Translator {
 impl Translator {
     /// A translator for a reply of `model`.
     pub fn new(model: &str) -> Self {
-        Self { model: model.to_owned(), open: Vec::new(), blocks: Vec::new(), usage: Usage::default(), stop_reason: None, done: false }
+        Self {
+            model: model.to_owned(),
+            open: Vec::new(),
+            blocks: Vec::new(),
+            usage: Usage::default(),
+            stop_reason: None,
+            done: false,
+        }
     }
 
     /// Whether `message_stop` (or an error) ended the stream.
@@ -38,21 +45,30 @@ impl Translator {
 
     /// Chunks for one event; a failure ends the attempt.
     pub fn event(&mut self, event: &SseEvent) -> Result<Vec<StreamChunk>, LlmFailure> {
-        let data: Value = serde_json::from_str(&event.data)
-            .map_err(|e| LlmFailure::new("MALFORMED_RESPONSE", format!("{LABEL} sent invalid JSON: {e}")))?;
+        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+            LlmFailure::new(
+                "MALFORMED_RESPONSE",
+                format!("{LABEL} sent invalid JSON: {e}"),
+            )
+        })?;
         let kind = data.get("type").and_then(Value::as_str).unwrap_or_default();
         if let Some(name) = &event.event
             && !kind.is_empty()
             && name != kind
         {
-            return Err(malformed(&format!("event \"{name}\" carries type \"{kind}\"")));
+            return Err(malformed(&format!(
+                "event \"{name}\" carries type \"{kind}\""
+            )));
         }
         match kind {
             "message_start" => {
                 let usage = data.pointer("/message/usage").unwrap_or(&Value::Null);
                 self.usage.input_tokens = count(usage, "input_tokens");
-                self.usage.cache_read_tokens = usage.get("cache_read_input_tokens").and_then(Value::as_u64);
-                self.usage.cache_write_tokens = usage.get("cache_creation_input_tokens").and_then(Value::as_u64);
+                self.usage.cache_read_tokens =
+                    usage.get("cache_read_input_tokens").and_then(Value::as_u64);
+                self.usage.cache_write_tokens = usage
+                    .get("cache_creation_input_tokens")
+                    .and_then(Value::as_u64);
                 Ok(Vec::new())
             }
             "content_block_start" => self.block_start(&data),
@@ -70,7 +86,11 @@ impl Translator {
             "message_stop" => self.finish(),
             "error" => {
                 let error = data.get("error").unwrap_or(&data);
-                let message = error.get("message").and_then(Value::as_str).unwrap_or("provider error").to_owned();
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("provider error")
+                    .to_owned();
                 let code = match error.get("type").and_then(Value::as_str) {
                     Some("overloaded_error" | "api_error") => "SERVER",
                     Some("rate_limit_error") => "RATE_LIMIT",
@@ -85,28 +105,65 @@ impl Translator {
     }
 
     fn local(&self, data: &Value) -> Result<usize, LlmFailure> {
-        let index = data.get("index").and_then(Value::as_u64).ok_or_else(|| malformed("a block event without index"))?;
-        self.open.iter().find(|(i, _)| *i == index).map(|(_, l)| *l).ok_or_else(|| malformed("an event for a block that is not open"))
+        let index = data
+            .get("index")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| malformed("a block event without index"))?;
+        self.open
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, l)| *l)
+            .ok_or_else(|| malformed("an event for a block that is not open"))
     }
 
     fn block_start(&mut self, data: &Value) -> Result<Vec<StreamChunk>, LlmFailure> {
-        let index = data.get("index").and_then(Value::as_u64).ok_or_else(|| malformed("content_block_start without index"))?;
+        let index = data
+            .get("index")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| malformed("content_block_start without index"))?;
         let block = data.get("content_block").unwrap_or(&Value::Null);
         let kind = match block.get("type").and_then(Value::as_str) {
             Some("text") => BlockType::Text,
             Some("thinking") => BlockType::Reasoning,
             Some("tool_use") => BlockType::ToolCall,
-            other => return Err(malformed(&format!("unknown content block type {}", other.unwrap_or("<none>")))),
+            other => {
+                return Err(malformed(&format!(
+                    "unknown content block type {}",
+                    other.unwrap_or("<none>")
+                )));
+            }
         };
         let local = self.blocks.len();
-        let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let id = block
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let name = block
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         self.open.push((index, local));
-        self.blocks.push(Block { kind, id: id.clone(), name: name.clone(), text: String::new(), signature: None });
+        self.blocks.push(Block {
+            kind,
+            id: id.clone(),
+            name: name.clone(),
+            text: String::new(),
+            signature: None,
+        });
         let index = chunk_index(local);
-        let mut chunks = vec![StreamChunk::BlockStart { index, block_type: kind }];
+        let mut chunks = vec![StreamChunk::BlockStart {
+            index,
+            block_type: kind,
+        }];
         if kind == BlockType::ToolCall {
-            chunks.push(StreamChunk::ToolCallDelta { index, id, name: Some(name), arguments_delta: String::new() });
+            chunks.push(StreamChunk::ToolCallDelta {
+                index,
+                id,
+                name: Some(name),
+                arguments_delta: String::new(),
+            });
         }
         Ok(chunks)
     }
@@ -115,8 +172,16 @@ impl Translator {
         let local = self.local(data)?;
         let index = chunk_index(local);
         let delta = data.get("delta").unwrap_or(&Value::Null);
-        let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-        let Some(block) = self.blocks.get_mut(local) else { return Err(malformed("unknown block")) };
+        let text = |key: &str| {
+            delta
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let Some(block) = self.blocks.get_mut(local) else {
+            return Err(malformed("unknown block"));
+        };
         let chunk = match delta.get("type").and_then(Value::as_str) {
             Some("text_delta") => {
                 let t = text("text");
@@ -129,13 +194,21 @@ impl Translator {
                 StreamChunk::ReasoningDelta { index, text: t }
             }
             Some("signature_delta") => {
-                block.signature.get_or_insert_with(String::new).push_str(&text("signature"));
+                block
+                    .signature
+                    .get_or_insert_with(String::new)
+                    .push_str(&text("signature"));
                 return Ok(Vec::new());
             }
             Some("input_json_delta") => {
                 let t = text("partial_json");
                 block.text.push_str(&t);
-                StreamChunk::ToolCallDelta { index, id: block.id.clone(), name: None, arguments_delta: t }
+                StreamChunk::ToolCallDelta {
+                    index,
+                    id: block.id.clone(),
+                    name: None,
+                    arguments_delta: t,
+                }
             }
             _ => return Ok(Vec::new()),
         };
@@ -144,13 +217,20 @@ impl Translator {
 
     fn block_stop(&mut self, data: &Value) -> Result<Vec<StreamChunk>, LlmFailure> {
         let local = self.local(data)?;
-        let Some(block) = self.blocks.get(local) else { return Err(malformed("unknown block")) };
+        let Some(block) = self.blocks.get(local) else {
+            return Err(malformed("unknown block"));
+        };
         let complete = match block.kind {
             BlockType::Text => json!({"type": "text", "text": block.text}),
             BlockType::Reasoning => json!({"type": "reasoning", "text": block.text}),
-            BlockType::ToolCall => json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": block.text}),
+            BlockType::ToolCall => {
+                json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": block.text})
+            }
         };
-        Ok(vec![StreamChunk::BlockEnd { index: chunk_index(local), block: complete }])
+        Ok(vec![StreamChunk::BlockEnd {
+            index: chunk_index(local),
+            block: complete,
+        }])
     }
 
     fn finish(&mut self) -> Result<Vec<StreamChunk>, LlmFailure> {
@@ -159,18 +239,36 @@ impl Translator {
             Some("end_turn" | "stop_sequence") => FinishReason::Stop,
             Some("tool_use") => FinishReason::ToolCalls,
             Some("max_tokens") => FinishReason::MaxTokens,
-            other => return Err(malformed(&format!("unknown stop_reason {}", other.unwrap_or("<none>")))),
+            other => {
+                return Err(malformed(&format!(
+                    "unknown stop_reason {}",
+                    other.unwrap_or("<none>")
+                )));
+            }
         };
         if reason != FinishReason::MaxTokens {
             for block in self.blocks.iter().filter(|b| b.kind == BlockType::ToolCall) {
-                let arguments = if block.text.is_empty() { "{}" } else { &block.text };
-                if !matches!(serde_json::from_str::<Value>(arguments), Ok(Value::Object(_))) {
-                    return Err(malformed(&format!("tool call {} has arguments that are not a JSON object", block.id)));
+                let arguments = if block.text.is_empty() {
+                    "{}"
+                } else {
+                    &block.text
+                };
+                if !matches!(
+                    serde_json::from_str::<Value>(arguments),
+                    Ok(Value::Object(_))
+                ) {
+                    return Err(malformed(&format!(
+                        "tool call {} has arguments that are not a JSON object",
+                        block.id
+                    )));
                 }
             }
         }
         let u = &mut self.usage;
-        u.total_tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens.unwrap_or(0) + u.cache_write_tokens.unwrap_or(0);
+        u.total_tokens = u.input_tokens
+            + u.output_tokens
+            + u.cache_read_tokens.unwrap_or(0)
+            + u.cache_write_tokens.unwrap_or(0);
         let blocks: Vec<Value> = self
             .blocks
             .iter()
@@ -182,7 +280,13 @@ impl Translator {
             })
             .collect();
         let replay_state = json!({"response": {"kind": "deepseek-messages", "version": 1, "model": self.model}, "blocks": blocks});
-        Ok(vec![StreamChunk::Usage { usage: *u }, StreamChunk::Finish { reason, replay_state: Some(replay_state) }])
+        Ok(vec![
+            StreamChunk::Usage { usage: *u },
+            StreamChunk::Finish {
+                reason,
+                replay_state: Some(replay_state),
+            },
+        ])
     }
 }
 
@@ -195,12 +299,18 @@ fn count(usage: &Value, key: &str) -> u64 {
 }
 
 fn malformed(what: &str) -> LlmFailure {
-    LlmFailure::new("MALFORMED_RESPONSE", format!("{LABEL} stream is malformed: {what}"))
+    LlmFailure::new(
+        "MALFORMED_RESPONSE",
+        format!("{LABEL} stream is malformed: {what}"),
+    )
 }
 
 /// The failure for a stream that ended before `message_stop`.
 pub fn stream_closed() -> LlmFailure {
-    LlmFailure::new("STREAM_CLOSED", format!("{LABEL} stream ended before message_stop"))
+    LlmFailure::new(
+        "STREAM_CLOSED",
+        format!("{LABEL} stream ended before message_stop"),
+    )
 }
 
 #[cfg(test)]
@@ -208,7 +318,10 @@ mod tests {
     use super::*;
 
     fn ev(name: &str, data: Value) -> SseEvent {
-        SseEvent { event: Some(name.into()), data: data.to_string() }
+        SseEvent {
+            event: Some(name.into()),
+            data: data.to_string(),
+        }
     }
 
     fn run(events: &[SseEvent]) -> Result<Vec<StreamChunk>, LlmFailure> {
@@ -223,26 +336,71 @@ mod tests {
     #[test]
     fn reasoning_text_and_tool_calls_translate_with_dense_indices() {
         let events = vec![
-            ev("message_start", json!({"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":4}}})),
-            ev("content_block_start", json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}})),
-            ev("content_block_delta", json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}})),
-            ev("content_block_delta", json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}})),
-            ev("content_block_stop", json!({"type":"content_block_stop","index":0})),
+            ev(
+                "message_start",
+                json!({"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":4}}}),
+            ),
+            ev(
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}),
+            ),
+            ev(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}),
+            ),
+            ev(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}),
+            ),
+            ev(
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":0}),
+            ),
             ev("ping", json!({"type":"ping"})),
-            ev("content_block_start", json!({"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"t1","name":"bash","input":{}}})),
-            ev("content_block_delta", json!({"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}})),
-            ev("content_block_delta", json!({"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"1}"}})),
-            ev("content_block_stop", json!({"type":"content_block_stop","index":3})),
-            ev("message_delta", json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}})),
+            ev(
+                "content_block_start",
+                json!({"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"t1","name":"bash","input":{}}}),
+            ),
+            ev(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}),
+            ),
+            ev(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"1}"}}),
+            ),
+            ev(
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":3}),
+            ),
+            ev(
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}}),
+            ),
             ev("message_stop", json!({"type":"message_stop"})),
         ];
         let chunks = run(&events).unwrap_or_else(|e| panic!("{e}"));
         let value = serde_json::to_value(&chunks).unwrap_or_default();
-        assert_eq!(value[2], json!({"type":"block-end","index":0,"block":{"type":"reasoning","text":"hm"}}));
-        assert_eq!(value[3], json!({"type":"block-start","index":1,"blockType":"tool-call"}));
-        assert_eq!(value[4], json!({"type":"tool-call-delta","index":1,"id":"t1","name":"bash","argumentsDelta":""}));
-        assert_eq!(value[7], json!({"type":"block-end","index":1,"block":{"type":"tool-call","id":"t1","name":"bash","arguments":"{\"a\":1}"}}));
-        assert_eq!(value[8], json!({"type":"usage","usage":{"inputTokens":10,"outputTokens":7,"cacheReadTokens":4,"totalTokens":21}}));
+        assert_eq!(
+            value[2],
+            json!({"type":"block-end","index":0,"block":{"type":"reasoning","text":"hm"}})
+        );
+        assert_eq!(
+            value[3],
+            json!({"type":"block-start","index":1,"blockType":"tool-call"})
+        );
+        assert_eq!(
+            value[4],
+            json!({"type":"tool-call-delta","index":1,"id":"t1","name":"bash","argumentsDelta":""})
+        );
+        assert_eq!(
+            value[7],
+            json!({"type":"block-end","index":1,"block":{"type":"tool-call","id":"t1","name":"bash","arguments":"{\"a\":1}"}})
+        );
+        assert_eq!(
+            value[8],
+            json!({"type":"usage","usage":{"inputTokens":10,"outputTokens":7,"cacheReadTokens":4,"totalTokens":21}})
+        );
         assert_eq!(
             value[9],
             json!({"type":"finish","reason":{"kind":"tool-calls"},"replayState":{"response":{"kind":"deepseek-messages","version":1,"model":"deepseek-v4-flash"},"blocks":[{"type":"reasoning","signature":"sig"},{"type":"tool-call"}]}})
@@ -251,24 +409,60 @@ mod tests {
 
     #[test]
     fn malformed_streams_fail() {
-        let bad_json = SseEvent { event: None, data: "{nope".into() };
-        assert_eq!(run(&[bad_json]).err().map(|f| f.code), Some("MALFORMED_RESPONSE".into()));
+        let bad_json = SseEvent {
+            event: None,
+            data: "{nope".into(),
+        };
+        assert_eq!(
+            run(&[bad_json]).err().map(|f| f.code),
+            Some("MALFORMED_RESPONSE".into())
+        );
         let mismatch = ev("message_stop", json!({"type":"ping"}));
-        assert_eq!(run(&[mismatch]).err().map(|f| f.code), Some("MALFORMED_RESPONSE".into()));
+        assert_eq!(
+            run(&[mismatch]).err().map(|f| f.code),
+            Some("MALFORMED_RESPONSE".into())
+        );
         let bad_stop = vec![
-            ev("message_delta", json!({"type":"message_delta","delta":{"stop_reason":"refusal"}})),
+            ev(
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason":"refusal"}}),
+            ),
             ev("message_stop", json!({"type":"message_stop"})),
         ];
-        assert_eq!(run(&bad_stop).err().map(|f| f.code), Some("MALFORMED_RESPONSE".into()));
-        let error = ev("error", json!({"type":"error","error":{"type":"overloaded_error","message":"busy"}}));
-        assert_eq!(run(&[error]).err().map(|f| (f.code, f.message)), Some(("SERVER".into(), "busy".into())));
+        assert_eq!(
+            run(&bad_stop).err().map(|f| f.code),
+            Some("MALFORMED_RESPONSE".into())
+        );
+        let error = ev(
+            "error",
+            json!({"type":"error","error":{"type":"overloaded_error","message":"busy"}}),
+        );
+        assert_eq!(
+            run(&[error]).err().map(|f| (f.code, f.message)),
+            Some(("SERVER".into(), "busy".into()))
+        );
         let bad_args = vec![
-            ev("content_block_start", json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"x"}})),
-            ev("content_block_delta", json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"[1]"}})),
-            ev("content_block_stop", json!({"type":"content_block_stop","index":0})),
-            ev("message_delta", json!({"type":"message_delta","delta":{"stop_reason":"tool_use"}})),
+            ev(
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"x"}}),
+            ),
+            ev(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"[1]"}}),
+            ),
+            ev(
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":0}),
+            ),
+            ev(
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason":"tool_use"}}),
+            ),
             ev("message_stop", json!({"type":"message_stop"})),
         ];
-        assert_eq!(run(&bad_args).err().map(|f| f.code), Some("MALFORMED_RESPONSE".into()));
+        assert_eq!(
+            run(&bad_args).err().map(|f| f.code),
+            Some("MALFORMED_RESPONSE".into())
+        );
     }
 }

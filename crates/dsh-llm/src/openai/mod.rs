@@ -42,7 +42,10 @@ pub struct OpenAiCompatible {
 impl OpenAiCompatible {
     /// A provider over `config`.
     pub fn new(config: OpenAiConfig, client: reqwest::Client) -> Self {
-        Self { config: Arc::new(config), client }
+        Self {
+            config: Arc::new(config),
+            client,
+        }
     }
 }
 
@@ -68,17 +71,31 @@ impl Provider for OpenAiCompatible {
                 .header("user-agent", http::USER_AGENT)
                 .header("content-type", "application/json")
                 .header("accept", "text/event-stream");
-            if let Some(key) = config.api_key.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
+            if let Some(key) = config
+                .api_key
+                .as_deref()
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+            {
                 post = post.bearer_auth(key);
             }
-            let response = match tokio::time::timeout(config.idle_timeout, post.body(body.to_string()).send()).await {
-                Err(_) => {
-                    let ms = config.idle_timeout.as_millis();
-                    return fail(&out, LlmFailure::new("TIMEOUT", format!("{LABEL} sent no response within {ms} ms")));
-                }
-                Ok(Err(err)) => return fail(&out, http::transport_failure(LABEL, &err)),
-                Ok(Ok(response)) => response,
-            };
+            let response =
+                match tokio::time::timeout(config.idle_timeout, post.body(body.to_string()).send())
+                    .await
+                {
+                    Err(_) => {
+                        let ms = config.idle_timeout.as_millis();
+                        return fail(
+                            &out,
+                            LlmFailure::new(
+                                "TIMEOUT",
+                                format!("{LABEL} sent no response within {ms} ms"),
+                            ),
+                        );
+                    }
+                    Ok(Err(err)) => return fail(&out, http::transport_failure(LABEL, &err)),
+                    Ok(Ok(response)) => response,
+                };
             if !response.status().is_success() {
                 let status = response.status().as_u16();
                 let headers = response.headers().clone();
@@ -90,24 +107,41 @@ impl Provider for OpenAiCompatible {
             }
             let mut translator = stream::Translator::new(&request.route.model);
             let mut failure = None;
-            let read = read_sse(LABEL, response, config.idle_timeout, |event| match translator.data(&event.data) {
-                Ok(chunks) => chunks.into_iter().all(|chunk| out.send(chunk).is_ok()) && !translator.done(),
-                Err(f) => {
-                    failure = Some(f);
-                    false
-                }
-            })
+            let read = read_sse(
+                LABEL,
+                response,
+                config.idle_timeout,
+                |event| match translator.data(&event.data) {
+                    Ok(chunks) => {
+                        chunks.into_iter().all(|chunk| out.send(chunk).is_ok())
+                            && !translator.done()
+                    }
+                    Err(f) => {
+                        failure = Some(f);
+                        false
+                    }
+                },
+            )
             .await;
             if let Some(f) = failure.or(read.err()) {
                 return fail(&out, f);
             }
             if !translator.done() {
-                fail(&out, LlmFailure::new("STREAM_CLOSED", format!("{LABEL} stream ended before [DONE]")));
+                fail(
+                    &out,
+                    LlmFailure::new(
+                        "STREAM_CLOSED",
+                        format!("{LABEL} stream ended before [DONE]"),
+                    ),
+                );
             }
         });
     }
 }
 
 fn fail(out: &ChunkSender, failure: LlmFailure) {
-    let _ = out.send(StreamChunk::Finish { reason: FinishReason::Error { failure }, replay_state: None });
+    let _ = out.send(StreamChunk::Finish {
+        reason: FinishReason::Error { failure },
+        replay_state: None,
+    });
 }

@@ -44,7 +44,8 @@ fn messages(request: &ModelRequest) -> Result<Vec<Value>, LlmFailure> {
                 // merge into one message.
                 match out.last_mut() {
                     Some(last) if last["role"] == "user" => {
-                        let joined = format!("{}\n\n{text}", last["content"].as_str().unwrap_or_default());
+                        let joined =
+                            format!("{}\n\n{text}", last["content"].as_str().unwrap_or_default());
                         last["content"] = json!(joined);
                     }
                     _ => out.push(json!({"role": "user", "content": text})),
@@ -52,8 +53,14 @@ fn messages(request: &ModelRequest) -> Result<Vec<Value>, LlmFailure> {
             }
             Message::Tool(tool) => {
                 let text = user_text(&tool.content)?;
-                let content = if text.is_empty() { "(no output)".to_owned() } else { text };
-                out.push(json!({"role": "tool", "tool_call_id": tool.tool_call_id, "content": content}));
+                let content = if text.is_empty() {
+                    "(no output)".to_owned()
+                } else {
+                    text
+                };
+                out.push(
+                    json!({"role": "tool", "tool_call_id": tool.tool_call_id, "content": content}),
+                );
             }
             Message::Assistant(assistant) => {
                 let text: String = text_of(&assistant.content).collect::<Vec<_>>().join("");
@@ -91,17 +98,27 @@ fn user_text(content: &[Value]) -> Result<String, LlmFailure> {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => parts.push(block["text"].as_str().unwrap_or_default().to_owned()),
             Some("image") => {
-                let id = block.pointer("/attachment/attachmentId").and_then(Value::as_str).unwrap_or_default();
+                let id = block
+                    .pointer("/attachment/attachmentId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let short: String = id.trim_start_matches("sha256:").chars().take(8).collect();
                 parts.push(format!("[image omitted because this model accepts text only; attachment sha256:{short}]"));
             }
             other => {
                 return Err(LlmFailure::new(
                     "UNSUPPORTED_CONTENT",
-                    format!("chat completions cannot represent user/tool-result content {}", other.unwrap_or("<untyped>")),
+                    format!(
+                        "chat completions cannot represent user/tool-result content {}",
+                        other.unwrap_or("<untyped>")
+                    ),
                 ));
             }
         }
     }
-    Ok(parts.into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n\n"))
+    Ok(parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n"))
 }

@@ -28,7 +28,13 @@ pub struct Translator {
 impl Translator {
     /// A translator for a reply of `model`.
     pub fn new(model: &str) -> Self {
-        Self { model: model.to_owned(), blocks: Vec::new(), usage: None, finish_reason: None, done: false }
+        Self {
+            model: model.to_owned(),
+            blocks: Vec::new(),
+            usage: None,
+            finish_reason: None,
+            done: false,
+        }
     }
 
     /// Whether `[DONE]` arrived.
@@ -41,38 +47,72 @@ impl Translator {
         if data.trim() == "[DONE]" {
             return self.finish();
         }
-        let value: Value = serde_json::from_str(data)
-            .map_err(|e| LlmFailure::new("MALFORMED_RESPONSE", format!("{LABEL} sent invalid JSON: {e}")))?;
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            LlmFailure::new(
+                "MALFORMED_RESPONSE",
+                format!("{LABEL} sent invalid JSON: {e}"),
+            )
+        })?;
         if let Some(error) = value.get("error") {
-            let message = error.get("message").and_then(Value::as_str).unwrap_or("provider error");
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("provider error");
             return Err(LlmFailure::new("SERVER", message));
         }
         if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(usage_of(usage));
         }
         let mut chunks = Vec::new();
-        let Some(choice) = value.pointer("/choices/0") else { return Ok(chunks) };
+        let Some(choice) = value.pointer("/choices/0") else {
+            return Ok(chunks);
+        };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_owned());
         }
         let delta = choice.get("delta").unwrap_or(&Value::Null);
-        if let Some(text) = delta.get("reasoning_content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        if let Some(text) = delta
+            .get("reasoning_content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
             let index = self.open(BlockType::Reasoning, None, &mut chunks);
             self.append(index, text, &mut chunks);
         }
-        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
             let index = self.open(BlockType::Text, None, &mut chunks);
             self.append(index, text, &mut chunks);
         }
-        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let call_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
             let index = self.open(BlockType::ToolCall, Some(call_index), &mut chunks);
-            let Some(block) = self.blocks.get_mut(index) else { continue };
-            if let Some(id) = call.get("id").and_then(Value::as_str).filter(|i| !i.is_empty()) {
+            let Some(block) = self.blocks.get_mut(index) else {
+                continue;
+            };
+            if let Some(id) = call
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|i| !i.is_empty())
+            {
                 block.id = id.to_owned();
             }
-            let name = call.pointer("/function/name").and_then(Value::as_str).filter(|n| !n.is_empty());
-            let arguments = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or_default();
+            let name = call
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty());
+            let arguments = call
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let first = block.name.is_empty();
             if let Some(name) = name {
                 block.name.push_str(name);
@@ -92,7 +132,12 @@ impl Translator {
 
     /// The block to append to: the last one when it has the same kind (and
     /// tool index), else a new one.
-    fn open(&mut self, kind: BlockType, call_index: Option<u64>, chunks: &mut Vec<StreamChunk>) -> usize {
+    fn open(
+        &mut self,
+        kind: BlockType,
+        call_index: Option<u64>,
+        chunks: &mut Vec<StreamChunk>,
+    ) -> usize {
         if let Some(last) = self.blocks.last()
             && last.kind == kind
             && last.call_index == call_index
@@ -104,19 +149,36 @@ impl Translator {
         {
             return i;
         }
-        self.blocks.push(Block { kind, call_index, id: String::new(), name: String::new(), text: String::new() });
+        self.blocks.push(Block {
+            kind,
+            call_index,
+            id: String::new(),
+            name: String::new(),
+            text: String::new(),
+        });
         let index = self.blocks.len() - 1;
-        chunks.push(StreamChunk::BlockStart { index: chunk_index(index), block_type: kind });
+        chunks.push(StreamChunk::BlockStart {
+            index: chunk_index(index),
+            block_type: kind,
+        });
         index
     }
 
     fn append(&mut self, index: usize, text: &str, chunks: &mut Vec<StreamChunk>) {
-        let Some(block) = self.blocks.get_mut(index) else { return };
+        let Some(block) = self.blocks.get_mut(index) else {
+            return;
+        };
         block.text.push_str(text);
         let index = chunk_index(index);
         chunks.push(match block.kind {
-            BlockType::Reasoning => StreamChunk::ReasoningDelta { index, text: text.to_owned() },
-            _ => StreamChunk::TextDelta { index, text: text.to_owned() },
+            BlockType::Reasoning => StreamChunk::ReasoningDelta {
+                index,
+                text: text.to_owned(),
+            },
+            _ => StreamChunk::TextDelta {
+                index,
+                text: text.to_owned(),
+            },
         });
     }
 
@@ -138,11 +200,18 @@ impl Translator {
             let complete = match block.kind {
                 BlockType::Text => json!({"type": "text", "text": block.text}),
                 BlockType::Reasoning => json!({"type": "reasoning", "text": block.text}),
-                BlockType::ToolCall => json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": block.text}),
+                BlockType::ToolCall => {
+                    json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": block.text})
+                }
             };
-            chunks.push(StreamChunk::BlockEnd { index: chunk_index(i), block: complete });
+            chunks.push(StreamChunk::BlockEnd {
+                index: chunk_index(i),
+                block: complete,
+            });
         }
-        chunks.push(StreamChunk::Usage { usage: self.usage.unwrap_or_default() });
+        chunks.push(StreamChunk::Usage {
+            usage: self.usage.unwrap_or_default(),
+        });
         let blocks: Vec<Value> = self
             .blocks
             .iter()
@@ -156,7 +225,10 @@ impl Translator {
             })
             .collect();
         let replay_state = json!({"response": {"kind": "openai-chat", "version": 1, "model": self.model}, "blocks": blocks});
-        chunks.push(StreamChunk::Finish { reason, replay_state: Some(replay_state) });
+        chunks.push(StreamChunk::Finish {
+            reason,
+            replay_state: Some(replay_state),
+        });
         Ok(chunks)
     }
 }
@@ -168,7 +240,8 @@ fn chunk_index(i: usize) -> u32 {
 fn usage_of(usage: &Value) -> Usage {
     let n = |p: &str| usage.pointer(p).and_then(Value::as_u64);
     let prompt = n("/prompt_tokens").unwrap_or(0);
-    let cached = n("/prompt_tokens_details/cached_tokens").or_else(|| n("/prompt_cache_hit_tokens"));
+    let cached =
+        n("/prompt_tokens_details/cached_tokens").or_else(|| n("/prompt_cache_hit_tokens"));
     let output = n("/completion_tokens").unwrap_or(0);
     let input = prompt.saturating_sub(cached.unwrap_or(0));
     Usage {
@@ -191,7 +264,10 @@ mod tests {
             out.extend(t.data(&p.to_string())?);
         }
         out.extend(t.data("[DONE]")?);
-        Ok(out.iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect())
+        Ok(out
+            .iter()
+            .map(|c| serde_json::to_value(c).unwrap_or_default())
+            .collect())
     }
 
     #[test]
@@ -208,16 +284,34 @@ mod tests {
             json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}}}),
         ])
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(chunks[0], json!({"type":"block-start","index":0,"blockType":"reasoning"}));
+        assert_eq!(
+            chunks[0],
+            json!({"type":"block-start","index":0,"blockType":"reasoning"})
+        );
         assert!(chunks.contains(&json!({"type":"block-end","index":2,"block":{"type":"tool-call","id":"c1","name":"bash","arguments":"{\"a\":1}"}})));
         assert!(chunks.contains(&json!({"type":"usage","usage":{"inputTokens":6,"outputTokens":3,"cacheReadTokens":4,"totalTokens":13}})));
-        assert_eq!(chunks.last().map(|c| c["reason"]["kind"].clone()), Some(json!("tool-calls")));
+        assert_eq!(
+            chunks.last().map(|c| c["reason"]["kind"].clone()),
+            Some(json!("tool-calls"))
+        );
     }
 
     #[test]
     fn finish_reasons_map() {
         let fin = |r: &str| json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": r}]});
-        assert_eq!(run(&[fin("length")]).ok().and_then(|c| c.last().cloned()).map(|c| c["reason"]["kind"].clone()), Some(json!("max-tokens")));
-        assert_eq!(run(&[fin("content_filter")]).err().map(|f| f.code).as_deref(), Some("CONTENT_FILTER"));
+        assert_eq!(
+            run(&[fin("length")])
+                .ok()
+                .and_then(|c| c.last().cloned())
+                .map(|c| c["reason"]["kind"].clone()),
+            Some(json!("max-tokens"))
+        );
+        assert_eq!(
+            run(&[fin("content_filter")])
+                .err()
+                .map(|f| f.code)
+                .as_deref(),
+            Some("CONTENT_FILTER")
+        );
     }
 }

@@ -2,9 +2,9 @@
 
 use super::result;
 use crate::{RpcError, Server, params};
+use dsh_llm::AdmitError;
 use dsh_protocol::JsonObject;
 use dsh_protocol::methods::PromptResult;
-use dsh_llm::AdmitError;
 use serde_json::{Value, json};
 
 /// Validates the prompt (before anything is created), opens the session
@@ -26,14 +26,24 @@ pub fn handle(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
 fn admit_images(server: &Server, blocks: Vec<Value>) -> Result<Vec<Value>, RpcError> {
     blocks
         .into_iter()
-        .map(|block| match (block.get("type").and_then(Value::as_str), block.get("data")) {
-            (Some("image"), Some(data)) => {
-                let data = data.as_str().ok_or(AdmitError::NotCanonical).map_err(admit_error)?;
-                let attachment = server.inner().registry.attachments().admit(data).map_err(admit_error)?;
-                Ok(json!({"type": "image", "attachment": attachment}))
-            }
-            _ => Ok(block),
-        })
+        .map(
+            |block| match (block.get("type").and_then(Value::as_str), block.get("data")) {
+                (Some("image"), Some(data)) => {
+                    let data = data
+                        .as_str()
+                        .ok_or(AdmitError::NotCanonical)
+                        .map_err(admit_error)?;
+                    let attachment = server
+                        .inner()
+                        .registry
+                        .attachments()
+                        .admit(data)
+                        .map_err(admit_error)?;
+                    Ok(json!({"type": "image", "attachment": attachment}))
+                }
+                _ => Ok(block),
+            },
+        )
         .collect()
 }
 
