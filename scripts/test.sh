@@ -17,6 +17,9 @@ venv="${DSH_TEST_VENV:-target/venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps 'deepseek-harness-sdk==0.2.1rc2'
+# The official SDK drives our binary; the official runtime (a 95 MB wheel)
+# is the oracle of the differential tests.
+"$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+  'deepseek-harness-sdk==0.2.1rc2' 'deepseek-harness-runtime-bin==0.2.1rc2'
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8'
-DSH_BIN="$PWD/target/debug/dsh" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider
+DSH_BIN="$PWD/target/debug/dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider

@@ -11,7 +11,8 @@
 //!
 //! A reply's `error` becomes an HTTP error (status, `{"type":"error",
 //! "error":{type, message}}`, `request-id` and `retry-after` headers);
-//! `cut: true` breaks the connection after the first delta; `stall_ms`
+//! `cut: true` ends the body cleanly after the first delta (the reply never
+//! finishes); `reset: true` breaks the connection there instead; `stall_ms`
 //! pauses after the first delta; `delay_ms` delays the response headers.
 //! Every request is recorded (API keys redacted to their length).
 
@@ -172,7 +173,12 @@ async fn handle(
         .to_owned();
     let input_tokens = u64::try_from(bytes.len() / 4).unwrap_or(u64::MAX);
     let events = render::events(protocol, &reply, &model, input_tokens);
-    Ok(stream_response(events, reply.stall_ms, reply.cut))
+    Ok(stream_response(
+        events,
+        reply.stall_ms,
+        reply.cut,
+        reply.reset,
+    ))
 }
 
 fn plain(status: StatusCode, body: Value) -> Response<Body> {
@@ -192,7 +198,12 @@ fn full(text: String) -> Body {
 }
 
 /// Streams SSE frames; after the first delta frame, stalls and/or cuts.
-fn stream_response(frames: Vec<render::Frame>, stall_ms: Option<u64>, cut: bool) -> Response<Body> {
+fn stream_response(
+    frames: Vec<render::Frame>,
+    stall_ms: Option<u64>,
+    cut: bool,
+    reset: bool,
+) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
     tokio::spawn(async move {
         let mut seen_delta = false;
@@ -210,11 +221,14 @@ fn stream_response(frames: Vec<render::Frame>, stall_ms: Option<u64>, cut: bool)
                     tokio::time::sleep(Duration::from_millis(stall)).await;
                 }
                 if cut {
+                    return;
+                }
+                if reset {
                     // Let the frames already queued reach the socket before
                     // the connection is broken.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     let _ = tx
-                        .send(Err(std::io::Error::other("fake model: stream cut")))
+                        .send(Err(std::io::Error::other("fake model: connection reset")))
                         .await;
                     return;
                 }

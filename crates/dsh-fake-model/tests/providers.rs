@@ -264,6 +264,14 @@ async fn stream_cuts_stalls_and_transport_failures() {
     )
     .await;
     assert_eq!(f.code, "STREAM_CLOSED");
+    for provider in ["deepseek-official", "openai-compatible"] {
+        let (f, _) = failure(
+            "replies:\n  - text: [par, tial]\n    reset: true\n",
+            provider,
+        )
+        .await;
+        assert_eq!(f.code, "TRANSPORT", "{provider}: {}", f.message);
+    }
     let (f, _) = failure(
         "replies:\n  - text: [a, b]\n    stall_ms: 2000\n",
         "deepseek-official",
@@ -292,7 +300,7 @@ async fn stream_cuts_stalls_and_transport_failures() {
     };
     assert_eq!(f.code, "TRANSPORT");
     assert!(
-        f.message.starts_with("DeepSeek Messages transport failed"),
+        f.message == "DeepSeek Messages transport failed",
         "{}",
         f.message
     );

@@ -55,9 +55,10 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
         .build()
 }
 
-/// A transport failure (`TRANSPORT`, or `TIMEOUT` for timeouts). The cause
-/// chain is kept; URLs never carry credentials and keys travel only in
-/// headers, so no secret can appear.
+/// A transport failure (`TRANSPORT`, or `TIMEOUT` for timeouts). The wire
+/// message is the official one (`<label> transport failed`); the cause
+/// chain goes to the diagnostics log. URLs never carry credentials and keys
+/// travel only in headers, so no secret can appear in either.
 pub fn transport_failure(label: &str, err: &reqwest::Error) -> LlmFailure {
     let mut cause = String::new();
     let mut source: Option<&dyn std::error::Error> = Some(err);
@@ -71,7 +72,8 @@ pub fn transport_failure(label: &str, err: &reqwest::Error) -> LlmFailure {
     if err.is_timeout() {
         return LlmFailure::new("TIMEOUT", format!("{label} request timed out: {cause}"));
     }
-    LlmFailure::new("TRANSPORT", format!("{label} transport failed: {cause}"))
+    tracing::warn!("{label} transport failed: {cause}");
+    LlmFailure::new("TRANSPORT", format!("{label} transport failed"))
 }
 
 /// Maps a non-2xx response to a failure: the body's `error.message` (or
@@ -187,9 +189,8 @@ pub async fn read_sse(
         let bytes = match next {
             None => return Ok(()),
             Some(Ok(bytes)) => bytes,
-            // A connection cut mid-body ends the stream; the caller reports
-            // the missing end as STREAM_CLOSED.
-            Some(Err(err)) if err.is_body() || err.is_decode() => return Ok(()),
+            // A broken connection is a transport failure (retryable); a
+            // body that simply ends is judged by the caller.
             Some(Err(err)) => return Err(transport_failure(label, &err)),
         };
         for event in decoder.push(&bytes) {

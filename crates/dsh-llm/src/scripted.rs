@@ -101,9 +101,13 @@ pub struct Reply {
     /// Usage figures to report.
     #[serde(default)]
     pub usage: Option<ScriptedUsage>,
-    /// Cut the stream after the first delta (the reply never finishes).
+    /// End the stream cleanly after the first delta, without finishing the
+    /// reply (`STREAM_CLOSED`).
     #[serde(default)]
     pub cut: bool,
+    /// Break the connection after the first delta (`TRANSPORT`).
+    #[serde(default)]
+    pub reset: bool,
     /// Pause this long after the first delta (mid-stream).
     #[serde(default)]
     pub stall_ms: Option<u64>,
@@ -297,6 +301,7 @@ impl ScriptedProvider {
                 delay_ms: None,
                 usage: None,
                 cut: false,
+                reset: false,
                 stall_ms: None,
             }),
             Mode::Script(scenario) => {
@@ -357,8 +362,12 @@ impl Provider for ScriptedProvider {
                         tokio::time::sleep(Duration::from_millis(stall)).await;
                     }
                     if reply.cut {
-                        let message = format!("{NAME} stream was cut before its finish");
+                        let message = format!("{NAME} stream ended before its finish");
                         return finish_error(&out, LlmFailure::new("STREAM_CLOSED", message));
+                    }
+                    if reply.reset {
+                        let message = format!("{NAME} transport failed: connection reset");
+                        return finish_error(&out, LlmFailure::new("TRANSPORT", message));
                     }
                 }
             }
