@@ -3,9 +3,8 @@
 Measures, for each runtime binary: time from spawn to the `initialize`
 response, resident memory after `initialize` and its peak after N turns,
 and the wall time of a plain text turn (prompt sent -> `idle`), driven over
-raw stdio (no SDK overhead). The official runtime needs a model API, so a
-minimal Messages-API SSE server runs on 127.0.0.1; dsh-rs uses its built-in
-`scripted` echo model (no HTTP), which the report states.
+raw stdio (no SDK overhead). Both runtimes use the `deepseek-official`
+provider against the same minimal Messages-API SSE server on 127.0.0.1.
 
 Usage: python bench/side_by_side.py --dsh target/release/dsh [--official PATH] [--turns 50]
 """
@@ -130,9 +129,9 @@ def main():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeMessages)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
-    rows = [bench("dsh-rs (scripted echo)", args.dsh, "scripted", "echo", args.turns, port)]
+    rows = [bench("dsh-rs", args.dsh, "deepseek-official", "deepseek-v4-flash", args.turns, port)]
     if args.official:
-        rows.append(bench("official 0.2.1rc2 (fake Messages API)", args.official, "deepseek-official", "deepseek-v4-flash", args.turns, port))
+        rows.append(bench("official 0.2.1rc2", args.official, "deepseek-official", "deepseek-v4-flash", args.turns, port))
     server.shutdown()
     keys = list(rows[0])
     print("| " + " | ".join(keys) + " |")
