@@ -4,9 +4,9 @@
 //! 100 turns, so the figure is the mean over turns 1–100 of a session.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dsh_agent::{Agent, AgentConfig, PermissionMode, Profile};
-use dsh_llm::{ProviderRegistry, Route};
-use dsh_session::{EventObserver, SessionStatus};
+use dsh_agent::{Agent, AgentConfig, PermissionMode, Profile, Start};
+use dsh_llm::{ProviderEnv, ProviderRegistry, RetryPolicy, Route};
+use dsh_session::{EventLog, EventObserver, SessionStatus};
 use serde_json::json;
 use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -30,17 +30,28 @@ fn new_agent(observer: &Arc<CountingObserver>) -> Agent {
         reasoning_effort: None,
         max_tokens: None,
     };
-    let provider = ProviderRegistry::new(None)
+    let env = ProviderEnv {
+        dsh_home: std::env::temp_dir(),
+        deepseek_api_key: None,
+        deepseek_base_url: None,
+        openai_base_url: None,
+        openai_api_key: None,
+        idle_timeout: Duration::from_secs(60),
+    };
+    let provider = ProviderRegistry::new(env)
         .mount(&route)
         .unwrap_or_else(|e| panic!("{e}"));
-    Agent::create(AgentConfig {
+    let log = EventLog::new("bench", Some(observer.clone() as Arc<dyn EventObserver>));
+    let config = AgentConfig {
         session_id: "bench".into(),
         profile: Arc::new(Profile::sdk(PermissionMode::WorkspaceWrite)),
         route,
         provider,
+        retry: RetryPolicy::default(),
         workspace: std::env::temp_dir(),
-        observer: Some(observer.clone()),
-    })
+        log,
+    };
+    Agent::create(config, Start::New)
 }
 
 fn turn(c: &mut Criterion) {
@@ -62,7 +73,7 @@ fn turn(c: &mut Criterion) {
                             agent = new_agent(&observer);
                         }
                         let start = Instant::now();
-                        agent.prompt(vec![json!({"type": "text", "text": "ping"})]);
+                        agent.prompt(vec![json!({"type": "text", "text": "ping"})], |_| {});
                         agent.wait_idle().await;
                         total += start.elapsed();
                     }

@@ -2,7 +2,8 @@ use crate::profile::Profile;
 use crate::state::State;
 use crate::turn;
 use dsh_llm::{Provider, RetryPolicy, Route, ToolSpec};
-use dsh_session::{EventLog, EventObserver, UserMessage, events};
+use dsh_session::store::ResumeFacts;
+use dsh_session::{EventLog, Message, SystemMessage, UserMessage, events, text_of};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,8 +25,18 @@ pub struct AgentConfig {
     /// The session's workspace (header `cwd`): sandbox root and initial
     /// working directory.
     pub workspace: PathBuf,
-    /// Receives the session's events and status transitions.
-    pub observer: Option<Arc<dyn EventObserver>>,
+    /// The session's event log: its observer receives events and status
+    /// transitions, its writer (if any) persists them.
+    pub log: EventLog,
+}
+
+/// How the session comes to be.
+pub enum Start {
+    /// A new session: the profile's creation events are appended.
+    New,
+    /// A stored session continues: its state is rebuilt from the log's
+    /// facts and nothing is appended.
+    Resumed(Box<ResumeFacts>),
 }
 
 /// Shared between the [`Agent`] handle and its loop task.
@@ -53,42 +64,34 @@ impl Inner {
 }
 
 /// One session's agent: a handle whose loop task runs turns in the
-/// background. Dropping the handle stops the loop.
+/// background. Dropping the handle stops the loop; [`Agent::dispose`] also
+/// closes the log.
 pub struct Agent {
     inner: Arc<Inner>,
     task: JoinHandle<()>,
 }
 
 impl Agent {
-    /// Creates the session and its agent. In the `sdk` profile this appends
-    /// the three policy events. Must be called inside a Tokio runtime.
-    pub fn create(config: AgentConfig) -> Self {
+    /// Creates (or restores) the session and its agent. A new session in the
+    /// `sdk` profile starts with the three policy events. Must be called
+    /// inside a Tokio runtime.
+    pub fn create(config: AgentConfig, start: Start) -> Self {
         let (activity, _) = watch::channel(false);
-        let mut state = State {
-            log: EventLog::new(config.session_id.clone(), config.observer),
-            next_turn: Vec::new(),
-            next_step: Vec::new(),
-            history: Vec::new(),
-            running: false,
-            turn: 0,
-            pending: None,
-            cwd: config.workspace.clone(),
-            system_prompt: None,
-            runtime_context: None,
-            header_reason: Some("initial"),
-            context_announced: false,
-            titled: false,
-            activity,
-        };
+        let mut state = State::new(config.log, config.workspace.clone(), activity);
         let profile = config.profile;
-        if profile.emits_policy_events() {
-            let mode = profile.permission_mode.as_str();
-            state.event(events::PERMISSION_PRESET, &json!({"preset": mode}));
-            state.event(events::SANDBOX_MODE, &json!({"mode": mode}));
-            state.event(
-                events::APPROVAL_POLICY,
-                &json!({"policy": profile.approval.as_str()}),
-            );
+        match start {
+            Start::New => {
+                if profile.emits_policy_events() {
+                    let mode = profile.permission_mode.as_str();
+                    state.event(events::PERMISSION_PRESET, &json!({"preset": mode}));
+                    state.event(events::SANDBOX_MODE, &json!({"mode": mode}));
+                    state.event(
+                        events::APPROVAL_POLICY,
+                        &json!({"policy": profile.approval.as_str()}),
+                    );
+                }
+            }
+            Start::Resumed(facts) => restore(&mut state, *facts),
         }
         let inner = Arc::new(Inner {
             id: config.session_id,
@@ -116,9 +119,10 @@ impl Agent {
     }
 
     /// Enqueues a prompt on `next-turn` (the receipt splice) and, when idle,
-    /// announces `running` and starts its turn before returning. Returns the
-    /// message id of the receipt.
-    pub fn prompt(&self, content: Vec<Value>) -> String {
+    /// announces `running` and starts its turn. The log is flushed, then
+    /// `ack` receives the message id while the agent is still locked, so
+    /// whatever `ack` emits comes before any event of the turn's steps.
+    pub fn prompt(&self, content: Vec<Value>, ack: impl FnOnce(&str)) {
         let message = UserMessage::new(content, json!({"kind": "user"}));
         let id = message.id.clone();
         let mut state = self.inner.state();
@@ -131,13 +135,29 @@ impl Agent {
         if state.wake() {
             self.inner.wake.notify_one();
         }
-        id
+        state.log.flush();
+        ack(&id);
+    }
+
+    /// Flushes the log (a barrier before acknowledging a request).
+    pub fn flush(&self) {
+        self.inner.state().log.flush();
     }
 
     /// Waits until the agent is idle.
     pub async fn wait_idle(&self) {
         let mut activity = self.inner.state().activity.subscribe();
         let _ = activity.wait_for(|running| !running).await;
+    }
+
+    /// Stops the agent for good: the loop stops, a running turn ends
+    /// `aborted` (`disposed`), pending inbox entries are cancelled, and the
+    /// log is synced to stable storage. Call with notifications muted.
+    pub fn dispose(&self) {
+        self.task.abort();
+        let mut state = self.inner.state();
+        state.dispose();
+        state.log.sync();
     }
 
     pub(crate) fn inner(&self) -> &Inner {
@@ -151,6 +171,34 @@ impl Drop for Agent {
     }
 }
 
+/// Rebuilds the agent state of a stored session.
+fn restore(state: &mut State, facts: ResumeFacts) {
+    state.turn = u32::try_from(facts.last_turn).unwrap_or(u32::MAX);
+    state.titled = facts.has_title;
+    if let Some(cwd) = facts.cwd {
+        state.cwd = PathBuf::from(cwd);
+    }
+    state.next_turn = facts.inbox.next_turn;
+    state.next_step = facts.inbox.next_step;
+    state.history = facts
+        .history
+        .into_iter()
+        .filter(|entry| !matches!(entry.message, Message::System(_)))
+        .map(|entry| Arc::new(entry.message))
+        .collect();
+    state.system_prompt = facts.last_system.as_ref().map(system_text);
+    state.runtime_context = facts
+        .last_runtime_context
+        .as_ref()
+        .map(|m| text_of(&m.content).collect::<Vec<_>>().join(""));
+    state.header_reason = Some("resume");
+    state.context_announced = true;
+}
+
+fn system_text(message: &SystemMessage) -> String {
+    text_of(&message.content).collect::<Vec<_>>().join("")
+}
+
 /// Runs turns as they are begun, until the handle is dropped.
 async fn run_loop(inner: Arc<Inner>) {
     loop {
@@ -162,15 +210,13 @@ async fn run_loop(inner: Arc<Inner>) {
             let reason = turn::run(&inner, pending.turn, pending.claimed).await;
             let mut state = inner.state();
             let continues = reason.get("kind").and_then(Value::as_str) != Some("error");
-            state.event(
-                events::TURN_END,
-                &json!({"turn": pending.turn, "reason": reason}),
-            );
+            state.end_turn(pending.turn, reason);
             if continues && !state.next_turn.is_empty() {
                 state.begin_turn();
             } else {
                 state.go_idle();
             }
+            state.log.flush();
         }
     }
 }

@@ -17,6 +17,6 @@ mod tools;
 mod turn;
 mod working_directory;
 
-pub use agent::{Agent, AgentConfig};
+pub use agent::{Agent, AgentConfig, Start};
 pub use profile::{ApprovalPolicy, PermissionMode, Profile, ProfileKind};
 pub use working_directory::WorkingDirectoryError;

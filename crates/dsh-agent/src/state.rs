@@ -45,9 +45,79 @@ pub struct State {
     pub titled: bool,
     /// Mirrors `running` for waiters.
     pub activity: watch::Sender<bool>,
+    /// The turn between `turn/start` and `turn/end`, if any.
+    pub open_turn: Option<u32>,
+    /// The step between `step/start` and `step/end`, if any.
+    pub open_step: Option<u32>,
 }
 
 impl State {
+    /// A fresh state over `log`.
+    pub fn new(log: EventLog, cwd: PathBuf, activity: watch::Sender<bool>) -> Self {
+        Self {
+            log,
+            next_turn: Vec::new(),
+            next_step: Vec::new(),
+            history: Vec::new(),
+            running: false,
+            turn: 0,
+            pending: None,
+            cwd,
+            system_prompt: None,
+            runtime_context: None,
+            header_reason: Some("initial"),
+            context_announced: false,
+            titled: false,
+            activity,
+            open_turn: None,
+            open_step: None,
+        }
+    }
+
+    /// `step/start`.
+    pub fn start_step(&mut self, turn: u32, step: u32) {
+        self.event(events::STEP_START, &json!({"turn": turn, "step": step}));
+        self.open_step = Some(step);
+    }
+
+    /// `step/end`.
+    pub fn end_step(&mut self, turn: u32, step: u32) {
+        self.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+        self.open_step = None;
+    }
+
+    /// `turn/end` with `reason`.
+    pub fn end_turn(&mut self, turn: u32, reason: serde_json::Value) {
+        self.event(events::TURN_END, &json!({"turn": turn, "reason": reason}));
+        self.open_turn = None;
+    }
+
+    /// Closes what disposal interrupts: an open step, an open turn (ended
+    /// `aborted` by `disposed`), and every pending inbox entry (cancelled).
+    pub fn dispose(&mut self) {
+        if let (Some(turn), Some(step)) = (self.open_turn, self.open_step) {
+            self.end_step(turn, step);
+        }
+        if let Some(turn) = self.open_turn.or(self.pending.as_ref().map(|p| p.turn)) {
+            self.pending = None;
+            self.end_turn(
+                turn,
+                json!({"kind": "aborted", "reason": {"kind": "disposed"}}),
+            );
+        }
+        for (target, queue) in [
+            ("next-step", std::mem::take(&mut self.next_step)),
+            ("next-turn", std::mem::take(&mut self.next_turn)),
+        ] {
+            if !queue.is_empty() {
+                self.event(
+                    events::INBOX_SPLICED,
+                    &json!({"target": target, "start": 0, "removedCount": queue.len(), "inserted": [], "outcome": "canceled"}),
+                );
+            }
+        }
+    }
+
     /// Appends an event; returns its seq.
     pub fn emit<D: Serialize>(&mut self, draft: EventDraft<'_, D>) -> u64 {
         let seq = self.log.next_seq();
@@ -69,6 +139,7 @@ impl State {
         self.turn += 1;
         let turn = self.turn;
         self.event(events::TURN_START, &json!({"turn": turn}));
+        self.open_turn = Some(turn);
         let mut claimed = self.claim_next_step();
         if !self.next_turn.is_empty() {
             let prompt = self.next_turn.remove(0);

@@ -26,7 +26,9 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         step += 1;
         let request = {
             let mut state = inner.state();
-            state.event(events::STEP_START, &json!({"turn": turn, "step": step}));
+            state.start_step(turn, step);
+            // Pre-step barrier.
+            state.log.flush();
             if step > 1 {
                 claimed = state.claim_next_step();
             }
@@ -55,7 +57,7 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 );
                 retry += 1;
                 let Some(delay_ms) = inner.retry.delay_ms(retry, &failure) else {
-                    state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+                    state.end_step(turn, step);
                     return json!({"kind": "error", "error": failure});
                 };
                 state.event(
@@ -106,13 +108,13 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
             message.content.iter().filter_map(tool_call).collect();
         state.history.push(Arc::new(Message::Assistant(message)));
         if finish == FinishReason::MaxTokens {
-            state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+            state.end_step(turn, step);
             return json!({"kind": "max-tokens"});
         }
         for (call_id, name, arguments) in &calls {
             run_tool(&mut state, turn, step, call_id, name, arguments);
         }
-        state.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+        state.end_step(turn, step);
         if calls.is_empty() && state.next_step.is_empty() {
             return json!({"kind": "completed"});
         }
@@ -140,6 +142,8 @@ fn run_tool(state: &mut State, turn: u32, step: u32, call_id: &str, name: &str, 
         events::TOOL_CALL,
         &json!({"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}),
     );
+    // Barrier before a tool runs: its call is on disk first.
+    state.log.flush();
     let outcome = tools::dispatch(name, arguments);
     let message = ToolMessage::new(call_id, outcome.content, outcome.is_error);
     let mut data = Map::new();
@@ -225,6 +229,8 @@ fn prepare_request(
         );
         state.titled = true;
     }
+    // Barrier before the model request.
+    state.log.flush();
     ModelRequest {
         session_id: inner.id.clone(),
         route: inner.route.clone(),

@@ -73,6 +73,7 @@ fn change(state: &mut State, to: PathBuf) {
         &json!({"target": "next-step", "start": start, "inserted": [&notice]}),
     );
     state.next_step.push(notice);
+    state.log.flush();
 }
 
 fn path_text(path: &Path) -> String {

@@ -31,6 +31,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+/// Called with every recorded request as it arrives.
+pub type RequestHook = Box<dyn Fn(&Value) + Send + Sync>;
+
 /// The body type of every response.
 type Body = BoxBody<Bytes, std::io::Error>;
 
@@ -45,7 +48,7 @@ struct State {
     replies: Vec<Reply>,
     next: Mutex<usize>,
     requests: Mutex<Vec<Value>>,
-    on_request: Option<Box<dyn Fn(&Value) + Send + Sync>>,
+    on_request: Option<RequestHook>,
 }
 
 impl FakeServer {
@@ -53,7 +56,7 @@ impl FakeServer {
     /// `on_request` sees every recorded request as it arrives.
     pub async fn start(
         scenario: Scenario,
-        on_request: Option<Box<dyn Fn(&Value) + Send + Sync>>,
+        on_request: Option<RequestHook>,
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;

@@ -3,7 +3,7 @@
 //! first stdout line, appends every request to the record file, and exits
 //! when its stdin closes.
 
-use dsh_fake_model::FakeServer;
+use dsh_fake_model::{FakeServer, RequestHook};
 use dsh_llm::scripted::Scenario;
 use std::io::Write;
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let on_request: Option<Box<dyn Fn(&serde_json::Value) + Send + Sync>> = record.map(|path| {
+    let on_request: Option<RequestHook> = record.map(|path| {
         Box::new(move |request: &serde_json::Value| {
             let line = format!("{request}\n");
             let written = std::fs::OpenOptions::new()
@@ -46,7 +46,7 @@ async fn main() -> ExitCode {
             if let Err(err) = written {
                 eprintln!("dsh-fake-model: cannot record to {}: {err}", path.display());
             }
-        }) as Box<dyn Fn(&serde_json::Value) + Send + Sync>
+        }) as RequestHook
     });
     let server = match FakeServer::start(scenario, on_request).await {
         Ok(server) => server,

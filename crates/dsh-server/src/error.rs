@@ -1,5 +1,6 @@
 use dsh_agent::WorkingDirectoryError;
 use dsh_llm::RouteError;
+use dsh_session::store::StoreError;
 
 /// Every way a request can fail. The `Display` text is the wire message,
 /// which the Python SDK shows users verbatim.
@@ -29,6 +30,9 @@ pub enum RpcError {
     /// `session/wait` on a session not open in this process.
     #[error("unknown SDK session: {0}")]
     UnknownSession(String),
+    /// The session store refused (locked, corrupt, already exists, I/O…).
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// A result could not be serialised (a bug, reported rather than hidden).
     #[error("internal error: {0}")]
     Internal(String),

@@ -1,10 +1,14 @@
 use crate::RpcError;
 use crate::handlers;
 use crate::publish::Publisher;
-use dsh_agent::{Agent, AgentConfig, Profile};
+use dsh_agent::{Agent, AgentConfig, Profile, Start};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
-use dsh_protocol::methods::{EmptyResult, SESSION_WAIT, SHUTDOWN};
+use dsh_protocol::methods::{EmptyResult, SESSION_PROMPT, SESSION_WAIT, SHUTDOWN};
 use dsh_protocol::{FrameWriter, Incoming, JsonObject, LineReader, Outgoing, Request, classify};
+use dsh_session::store::{
+    Encoding, SessionHeader, SessionStore, SessionWriter, repair_closers, resume_facts,
+};
+use dsh_session::{EventLog, EventObserver, now_ms};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,6 +22,10 @@ pub struct ServerConfig {
     pub profile: Profile,
     /// Mounts providers for `initialize` routes.
     pub registry: ProviderRegistry,
+    /// Where sessions are stored (`DSH_HOME/sessions`).
+    pub store: SessionStore,
+    /// How session logs are encoded (zstd in `sdk`, plain in `sdk-minimal`).
+    pub encoding: Encoding,
     /// How failed model attempts are retried.
     pub retry: RetryPolicy,
     /// The runtime process's cwd, against which a relative `initialize.cwd`
@@ -50,6 +58,8 @@ pub(crate) struct ServerInner {
     pub writer: FrameWriter,
     pub profile: Arc<Profile>,
     pub registry: ProviderRegistry,
+    pub store: SessionStore,
+    pub encoding: Encoding,
     pub retry: RetryPolicy,
     pub process_cwd: PathBuf,
     muted: Arc<AtomicBool>,
@@ -73,6 +83,8 @@ impl Server {
                 writer,
                 profile: Arc::new(config.profile),
                 registry: config.registry,
+                store: config.store,
+                encoding: config.encoding,
                 retry: config.retry,
                 process_cwd: config.process_cwd,
                 muted: Arc::new(AtomicBool::new(false)),
@@ -94,6 +106,31 @@ impl Server {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    fn publisher(&self) -> Arc<Publisher> {
+        Arc::new(Publisher::new(
+            self.inner.writer.clone(),
+            Arc::clone(&self.inner.muted),
+        ))
+    }
+
+    fn agent_config(
+        &self,
+        id: &str,
+        init: Initialized,
+        workspace: PathBuf,
+        log: EventLog,
+    ) -> AgentConfig {
+        AgentConfig {
+            session_id: id.to_owned(),
+            profile: Arc::clone(&self.inner.profile),
+            route: init.route,
+            provider: init.provider,
+            retry: self.inner.retry.clone(),
+            workspace,
+            log,
+        }
+    }
+
     /// The committed route, or `NotInitialized` / `ShuttingDown`.
     pub(crate) fn initialized(&self) -> Result<Initialized, RpcError> {
         let registry = self.registry();
@@ -103,25 +140,68 @@ impl Server {
         registry.initialized.clone().ok_or(RpcError::NotInitialized)
     }
 
-    /// The open session `id`, created lazily with the committed route.
+    /// The open session `id`, created lazily with the committed route. A
+    /// session stored on disk but not open must be resumed first.
     pub(crate) fn open_session(&self, id: &str) -> Result<Arc<Agent>, RpcError> {
         let init = self.initialized()?;
         let mut registry = self.registry();
         if let Some(agent) = registry.sessions.get(id) {
             return Ok(Arc::clone(agent));
         }
-        let publisher = Publisher::new(self.inner.writer.clone(), Arc::clone(&self.inner.muted));
-        let agent = Arc::new(Agent::create(AgentConfig {
-            session_id: id.to_owned(),
-            profile: Arc::clone(&self.inner.profile),
-            route: init.route,
-            provider: init.provider,
-            retry: self.inner.retry.clone(),
-            workspace: init.cwd,
-            observer: Some(Arc::new(publisher)),
-        }));
+        let header =
+            SessionHeader::root(id, now_ms(), Some(init.cwd.to_string_lossy().into_owned()));
+        let writer = SessionWriter::create(&self.inner.store, &header, self.inner.encoding)?;
+        let log =
+            EventLog::new(id, Some(self.publisher() as Arc<dyn EventObserver>)).with_writer(writer);
+        let workspace = init.cwd.clone();
+        let agent = Arc::new(Agent::create(
+            self.agent_config(id, init, workspace, log),
+            Start::New,
+        ));
+        agent.flush();
         registry.sessions.insert(id.to_owned(), Arc::clone(&agent));
         Ok(agent)
+    }
+
+    /// Opens a stored session: takes its lock, reads it, appends the repair
+    /// of an interrupted last turn and `session/end-seed` (to disk only) and
+    /// restores the agent with the committed route. Nothing is created or
+    /// changed when this fails.
+    pub(crate) fn resume_session(&self, id: &str) -> Result<(), RpcError> {
+        let init = self.initialized()?;
+        let mut registry = self.registry();
+        if registry.sessions.contains_key(id) {
+            return Err(RpcError::AlreadyOpen(id.to_owned()));
+        }
+        let location = self
+            .inner
+            .store
+            .locate(id)?
+            .ok_or_else(|| RpcError::NotFound(id.to_owned()))?;
+        let (mut writer, stored) = SessionWriter::resume(&location)?;
+        let mut events = stored.events;
+        let mut next_seq = events.last().map_or(0, |e| e.seq + 1);
+        for closer in repair_closers(&events, now_ms()) {
+            let event = closer.into_event(next_seq);
+            writer.append_event(&event)?;
+            events.push(event);
+            next_seq += 1;
+        }
+        writer.flush()?;
+        writer.sync()?;
+        let facts = resume_facts(&events)?;
+        let last_time = events.last().map_or(0, |e| e.time);
+        let workspace = stored
+            .header
+            .cwd
+            .map_or_else(|| init.cwd.clone(), PathBuf::from);
+        let log = EventLog::new(id, Some(self.publisher() as Arc<dyn EventObserver>))
+            .with_writer(writer)
+            .resumed(next_seq, last_time);
+        let config = self.agent_config(id, init, workspace, log);
+        let agent = Agent::create(config, Start::Resumed(Box::new(facts)));
+        registry.sessions.insert(id.to_owned(), Arc::new(agent));
+        Ok(())
     }
 
     /// The session `id` if it is open in this process.
@@ -138,15 +218,23 @@ impl Server {
             registry.shutting_down = true;
             std::mem::take(&mut registry.sessions)
         };
+        for agent in sessions.values() {
+            agent.dispose();
+        }
         drop(sessions);
     }
 
     /// Handles one request and returns its result.
-    pub async fn handle(&self, method: &str, params: &JsonObject) -> Result<Value, RpcError> {
+    pub(crate) async fn handle(
+        &self,
+        method: &str,
+        params: &JsonObject,
+    ) -> Result<Value, RpcError> {
         handlers::dispatch(self, method, params).await
     }
 
-    fn respond(&self, request: &Request, result: Result<Value, RpcError>) {
+    /// Queues the answer to `request`.
+    pub(crate) fn respond(&self, request: &Request, result: Result<Value, RpcError>) {
         let frame = match result {
             Ok(value) => Outgoing::response(&request.id, &value).unwrap_or_else(|err| {
                 Outgoing::error(
@@ -179,6 +267,7 @@ pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::
                 server.respond(&request, handlers::result(&EmptyResult {}));
                 return Ok(Exit::Shutdown);
             }
+            SESSION_PROMPT => handlers::prompt::handle(server, &request),
             SESSION_WAIT => {
                 let server = server.clone();
                 tokio::spawn(async move {

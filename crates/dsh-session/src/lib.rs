@@ -5,6 +5,11 @@
 //! **once**, and hands the same bytes to its [`EventObserver`] (the SDK server
 //! wraps them in `session.event` notifications; the persistence sink writes
 //! them to disk).
+//!
+//! [`store`] holds the on-disk side: the `DSH_HOME/sessions` layout and
+//! names, the v4 log format (header line, one event per line, plain or one
+//! zstd frame per batch), the session lock, reading back with torn-tail
+//! tolerance, and the repair that resume appends to an interrupted turn.
 
 mod log;
 mod message;

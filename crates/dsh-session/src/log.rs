@@ -1,3 +1,4 @@
+use crate::store::SessionWriter;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -77,12 +78,15 @@ struct Envelope<'a, D: Serialize> {
 
 /// The append-only event log of one session: assigns `seq` (contiguous from
 /// 0) and `time` (epoch ms, never decreasing), serialises each event once and
-/// hands it to the observer while the session is published.
+/// hands the same bytes to the persistence writer (buffered until
+/// [`flush`](Self::flush)) and to the observer while the session is
+/// published.
 pub struct EventLog {
     session_id: String,
     next_seq: u64,
     last_time: u64,
     observer: Option<Arc<dyn EventObserver>>,
+    writer: Option<SessionWriter>,
 }
 
 impl EventLog {
@@ -93,6 +97,41 @@ impl EventLog {
             next_seq: 0,
             last_time: 0,
             observer,
+            writer: None,
+        }
+    }
+
+    /// Persists every event through `writer` from now on.
+    pub fn with_writer(mut self, writer: SessionWriter) -> Self {
+        self.writer = Some(writer);
+        self
+    }
+
+    /// Continues a stored log whose next seq is `next_seq` and whose last
+    /// event has time `last_time`.
+    pub fn resumed(mut self, next_seq: u64, last_time: u64) -> Self {
+        self.next_seq = next_seq;
+        self.last_time = last_time;
+        self
+    }
+
+    /// Hands buffered events to the operating system (a flush barrier).
+    /// Failures are reported on stderr and the events stay buffered for the
+    /// next barrier.
+    pub fn flush(&mut self) {
+        if let Some(writer) = &mut self.writer
+            && let Err(err) = writer.flush()
+        {
+            tracing::error!(session = %self.session_id, "session log not written (kept for retry): {err}");
+        }
+    }
+
+    /// Flushes and waits until the log is on stable storage.
+    pub fn sync(&mut self) {
+        if let Some(writer) = &mut self.writer
+            && let Err(err) = writer.flush().and_then(|()| writer.sync())
+        {
+            tracing::error!(session = %self.session_id, "session log not synced: {err}");
         }
     }
 
@@ -124,6 +163,11 @@ impl EventLog {
         let raw = serde_json::value::to_raw_value(&envelope)?;
         self.next_seq += 1;
         self.last_time = time;
+        if let Some(writer) = &mut self.writer
+            && let Err(err) = writer.append_raw(&raw)
+        {
+            tracing::error!(session = %self.session_id, seq, "event not persisted: {err}");
+        }
         if let Some(observer) = &self.observer {
             observer.on_event(&self.session_id, &raw);
         }

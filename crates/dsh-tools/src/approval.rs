@@ -26,8 +26,10 @@ pub(crate) fn check_escalation(
         "approval/asked",
         json!({"id": id, "toolName": tool, "callId": ctx.call_id, "reason": reason}),
     );
-    ctx.host
-        .emit("approval/decided", json!({"id": id, "outcome": "unavailable"}));
+    ctx.host.emit(
+        "approval/decided",
+        json!({"id": id, "outcome": "unavailable"}),
+    );
     let mode = ctx.mode;
     Some(ToolOutput::failure(format!(
         "Error: this call asked for {requested} access, wider than the session's {mode} mode, and the request was declined: no approver is available in this session, so escalation requests always fail. Retry without sandbox_permissions and stay within what {mode} mode allows."

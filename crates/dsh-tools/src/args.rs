@@ -1,7 +1,7 @@
 //! Parsing and validating the raw argument string of a call against the
 //! tool's JSON schema, with errors the model can act on.
 
-use crate::ToolOutput;
+use crate::output::Failure;
 use dsh_llm::ToolSpec;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -9,19 +9,19 @@ use serde_json::{Map, Value};
 /// Parses `raw` (empty means `{}`), checks it against `spec.parameters` and
 /// deserialises it. Optional properties given as `null` count as absent;
 /// unknown top-level properties are ignored.
-pub(crate) fn parse<T: DeserializeOwned>(spec: &ToolSpec, raw: &str) -> Result<T, ToolOutput> {
+pub(crate) fn parse<T: DeserializeOwned>(spec: &ToolSpec, raw: &str) -> Result<T, Failure> {
     let tool = &spec.name;
     let value = if raw.trim().is_empty() {
         Value::Object(Map::new())
     } else {
         serde_json::from_str::<Value>(raw).map_err(|err| {
-            ToolOutput::failure(format!(
+            Failure(format!(
                 "Error: the arguments for {tool} are not valid JSON ({err}). Send a single JSON object that matches the tool's parameter schema."
             ))
         })?
     };
     let Value::Object(mut object) = value else {
-        return Err(ToolOutput::failure(format!(
+        return Err(Failure(format!(
             "Error: the arguments for {tool} must be a JSON object, got {}.",
             kind_of(&value)
         )));
@@ -29,13 +29,12 @@ pub(crate) fn parse<T: DeserializeOwned>(spec: &ToolSpec, raw: &str) -> Result<T
     drop_null_optionals(&spec.parameters, &mut object);
     let value = Value::Object(object);
     if let Err(problem) = check(&spec.parameters, &value, "") {
-        return Err(ToolOutput::failure(format!(
+        return Err(Failure(format!(
             "Error: invalid arguments for {tool}: {problem}."
         )));
     }
-    serde_json::from_value(value).map_err(|err| {
-        ToolOutput::failure(format!("Error: invalid arguments for {tool}: {err}."))
-    })
+    serde_json::from_value(value)
+        .map_err(|err| Failure(format!("Error: invalid arguments for {tool}: {err}.")))
 }
 
 /// Removes top-level `null` values of properties that are not required.
@@ -116,7 +115,11 @@ fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
                 None if closed => {
                     return Err(format!(
                         "{} has no property \"{name}\"",
-                        if at.is_empty() { "the object".to_owned() } else { format!("\"{at}\"") }
+                        if at.is_empty() {
+                            "the object".to_owned()
+                        } else {
+                            format!("\"{at}\"")
+                        }
                     ));
                 }
                 None => {}
@@ -165,12 +168,12 @@ pub(crate) fn whole_number(
     value: Option<f64>,
     min: u64,
     max: u64,
-) -> Result<Option<u64>, ToolOutput> {
+) -> Result<Option<u64>, Failure> {
     let Some(number) = value else {
         return Ok(None);
     };
     if !number.is_finite() || number.fract() != 0.0 || number < min as f64 || number > max as f64 {
-        return Err(ToolOutput::failure(format!(
+        return Err(Failure(format!(
             "Error: invalid arguments for {tool}: parameter \"{name}\" must be a whole number from {min} to {max}, got {number}."
         )));
     }

@@ -49,9 +49,7 @@ impl fmt::Display for PermissionMode {
 
 /// A permission mode name that is none of the three known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "permission mode must be read-only, workspace-write or danger-full-access, got \"{0}\""
-)]
+#[error("permission mode must be read-only, workspace-write or danger-full-access, got \"{0}\"")]
 pub struct ParsePermissionModeError(pub String);
 
 impl FromStr for PermissionMode {

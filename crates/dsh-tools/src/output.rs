@@ -86,3 +86,15 @@ pub fn unknown_tool(name: &str) -> ToolOutput {
         }),
     }
 }
+
+/// A failed call in the making: the `Error: …` text of its result. Kept
+/// small so it can travel in `Result`s; converts into a [`ToolOutput`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Failure(pub(crate) String);
+
+impl From<Failure> for ToolOutput {
+    fn from(failure: Failure) -> Self {
+        ToolOutput::failure(failure.0)
+    }
+}

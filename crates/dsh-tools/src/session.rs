@@ -79,7 +79,10 @@ impl SessionTools {
 
     /// Number of jobs still running.
     pub fn running_jobs(&self) -> usize {
-        lock(&self.jobs).iter().filter(|job| job.end().is_none()).count()
+        lock(&self.jobs)
+            .iter()
+            .filter(|job| job.end().is_none())
+            .count()
     }
 
     pub(crate) fn set_todos(&self, todos: Vec<Todo>) {

@@ -64,7 +64,10 @@ impl ToolSet {
 
     /// The specs of every tool, in alphabetical order of name.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|tool| tool.spec().clone()).collect()
+        self.tools
+            .values()
+            .map(|tool| tool.spec().clone())
+            .collect()
     }
 
     /// Number of tools.

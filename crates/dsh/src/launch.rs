@@ -2,9 +2,10 @@
 //! launch environment and `DSH_HOME`.
 
 use crate::cli::Cli;
-use dsh_agent::{PermissionMode, Profile};
+use dsh_agent::{PermissionMode, Profile, ProfileKind};
 use dsh_llm::{DEFAULT_IDLE_TIMEOUT, ProviderEnv, ProviderRegistry, RetryPolicy};
 use dsh_server::ServerConfig;
+use dsh_session::store::{Encoding, SessionStore};
 use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,7 +73,7 @@ impl LaunchError {
 /// What [`Launch::prepare`] decided.
 pub enum Prepared {
     /// Start the runtime.
-    Run(Launch),
+    Run(Box<Launch>),
     /// Nothing to run (help was printed).
     Done,
 }
@@ -143,18 +144,24 @@ impl Launch {
             cap_ms: env.millis("DSH_RETRY_MAX_MS")?.unwrap_or(defaults.cap_ms),
             ..defaults
         };
-        Ok(Prepared::Run(Self {
+        Ok(Prepared::Run(Box::new(Self {
             profile,
             providers,
             retry,
             process_cwd,
-        }))
+        })))
     }
 
     /// The server configuration of this launch.
     pub fn server_config(self) -> ServerConfig {
+        let encoding = match self.profile.kind {
+            ProfileKind::Sdk => Encoding::Zstd,
+            ProfileKind::SdkMinimal => Encoding::Plain,
+        };
         ServerConfig {
             profile: self.profile,
+            store: SessionStore::new(self.providers.dsh_home.clone()),
+            encoding,
             registry: ProviderRegistry::new(self.providers),
             retry: self.retry,
             process_cwd: self.process_cwd,

@@ -2,15 +2,14 @@
 //! official message, in the official order), then act.
 
 mod initialize;
-mod prompt;
+pub(crate) mod prompt;
 mod session;
 mod working_directory;
 
 use crate::{RpcError, Server};
 use dsh_protocol::JsonObject;
 use dsh_protocol::methods::{
-    INITIALIZE, SESSION_PROMPT, SESSION_RESUME, SESSION_WAIT, WORKING_DIRECTORY_GET,
-    WORKING_DIRECTORY_SET,
+    INITIALIZE, SESSION_RESUME, SESSION_WAIT, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -23,7 +22,6 @@ pub async fn dispatch(
 ) -> Result<Value, RpcError> {
     match method {
         INITIALIZE => initialize::handle(server, params),
-        SESSION_PROMPT => prompt::handle(server, params),
         SESSION_RESUME => session::resume(server, params),
         SESSION_WAIT => session::wait(server, params).await,
         WORKING_DIRECTORY_GET => working_directory::get(server, params),

@@ -2,23 +2,35 @@
 
 use super::result;
 use crate::{RpcError, Server, params};
+use dsh_agent::Agent;
 use dsh_llm::AdmitError;
-use dsh_protocol::JsonObject;
 use dsh_protocol::methods::PromptResult;
+use dsh_protocol::{JsonObject, Request};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// Validates the prompt (before anything is created), opens the session
-/// lazily and enqueues the prompt. When the session was idle, the receipt,
-/// `running`, `turn/start` and the claim are written before the response.
-pub fn handle(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
+/// lazily, enqueues the prompt and answers. The answer is queued while the
+/// agent is still locked, so the receipt, `running`, `turn/start` and the
+/// claim always precede it and the turn's first step always follows it.
+pub fn handle(server: &Server, request: &Request) {
+    let prepared = prepare(server, &request.params);
+    match prepared {
+        Ok((agent, blocks)) => agent.prompt(blocks, |message_id| {
+            let message_id = message_id.to_owned();
+            server.respond(request, result(&PromptResult { message_id }));
+        }),
+        Err(err) => server.respond(request, Err(err)),
+    }
+}
+
+fn prepare(server: &Server, p: &JsonObject) -> Result<(Arc<Agent>, Vec<Value>), RpcError> {
     server.initialized()?;
     let session_id = params::non_empty_string(p, "sessionId").ok_or_else(|| {
         RpcError::InvalidParams("session/prompt requires a non-empty sessionId string".into())
     })?;
     let blocks = admit_images(server, content_blocks(p)?)?;
-    let agent = server.open_session(session_id)?;
-    let message_id = agent.prompt(blocks);
-    result(&PromptResult { message_id })
+    Ok((server.open_session(session_id)?, blocks))
 }
 
 /// SDK image blocks (`{"type":"image","data":<base64>,"mimeType":…}`) are

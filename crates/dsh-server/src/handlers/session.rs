@@ -6,17 +6,13 @@ use dsh_protocol::JsonObject;
 use dsh_protocol::methods::EmptyResult;
 use serde_json::Value;
 
-/// `session/resume`. Sessions are not durable in this build, so any id not
-/// open here is not found.
+/// `session/resume`: `{}` once the stored session is open again.
 pub fn resume(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
     let session_id = params::non_empty_string(p, "sessionId").ok_or_else(|| {
         RpcError::InvalidParams("session/resume requires a non-empty sessionId string".into())
     })?;
-    server.initialized()?;
-    if server.session(session_id).is_some() {
-        return Err(RpcError::AlreadyOpen(session_id.to_owned()));
-    }
-    Err(RpcError::NotFound(session_id.to_owned()))
+    server.resume_session(session_id)?;
+    result(&EmptyResult {})
 }
 
 /// `session/wait`: `{}` once the session is idle.

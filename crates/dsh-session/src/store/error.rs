@@ -105,7 +105,9 @@ pub enum StoreError {
     },
     /// An earlier write failed and its partial bytes could not be removed,
     /// so the writer refuses to append after them.
-    #[error("session \"{id}\" log writer is unusable after a failed write that could not be undone")]
+    #[error(
+        "session \"{id}\" log writer is unusable after a failed write that could not be undone"
+    )]
     Poisoned {
         /// The session id.
         id: String,
@@ -123,7 +125,11 @@ impl StoreError {
     }
 
     /// A [`StoreError::Corrupt`].
-    pub(crate) fn corrupt(file: impl Into<PathBuf>, line: usize, reason: impl Into<String>) -> Self {
+    pub(crate) fn corrupt(
+        file: impl Into<PathBuf>,
+        line: usize,
+        reason: impl Into<String>,
+    ) -> Self {
         Self::Corrupt {
             file: file.into(),
             line,

@@ -117,7 +117,11 @@ mod tests {
 
     #[test]
     fn constructors_match_the_official_shapes() {
-        let root = SessionHeader::root("session-resume", 1796008646846, Some("/home/user/ws".into()));
+        let root = SessionHeader::root(
+            "session-resume",
+            1796008646846,
+            Some("/home/user/ws".into()),
+        );
         assert_eq!(
             serde_json::to_string(&root).unwrap_or_default(),
             r#"{"type":"session","version":4,"id":"session-resume","createdAt":1796008646846,"cwd":"/home/user/ws","isSeeded":false,"delegationDepth":0}"#

@@ -91,7 +91,12 @@ impl SessionStore {
     }
 
     /// Where a new session `id` created in `cwd` is stored.
-    pub fn location_for(&self, cwd: Option<&Path>, id: &str, encoding: Encoding) -> SessionLocation {
+    pub fn location_for(
+        &self,
+        cwd: Option<&Path>,
+        id: &str,
+        encoding: Encoding,
+    ) -> SessionLocation {
         let dir = self
             .sessions_dir()
             .join(project_key(cwd))
@@ -167,8 +172,16 @@ pub(crate) fn probe(id: &str, dir: &Path) -> Result<Option<SessionLocation>, Sto
         (true, true) => Err(StoreError::MixedEncoding {
             dir: dir.to_path_buf(),
         }),
-        (true, false) => Ok(Some(SessionLocation::new(id, dir.to_path_buf(), Encoding::Zstd))),
-        (false, true) => Ok(Some(SessionLocation::new(id, dir.to_path_buf(), Encoding::Plain))),
+        (true, false) => Ok(Some(SessionLocation::new(
+            id,
+            dir.to_path_buf(),
+            Encoding::Zstd,
+        ))),
+        (false, true) => Ok(Some(SessionLocation::new(
+            id,
+            dir.to_path_buf(),
+            Encoding::Plain,
+        ))),
         (false, false) => other_generation(dir).map(|()| None),
     }
 }
@@ -231,9 +244,15 @@ mod tests {
             loc.file,
             Path::new("/h/sessions/--home-user-ws--/s.1/session.v4.jsonl.zstd")
         );
-        assert_eq!(loc.lock_file(), Path::new("/h/sessions/--home-user-ws--/s.1/session.lock"));
+        assert_eq!(
+            loc.lock_file(),
+            Path::new("/h/sessions/--home-user-ws--/s.1/session.lock")
+        );
         let loc = store.location_for(None, "..", Encoding::Plain);
-        assert_eq!(loc.file, Path::new("/h/sessions/_no-cwd/~002E~002E/session.v4.jsonl"));
+        assert_eq!(
+            loc.file,
+            Path::new("/h/sessions/_no-cwd/~002E~002E/session.v4.jsonl")
+        );
     }
 
     #[test]
@@ -244,7 +263,11 @@ mod tests {
         touch(&home.path().join("sessions/--x--/a/session.v4.jsonl.zstd"));
         touch(&home.path().join("sessions/_no-cwd/b/session.v4.jsonl"));
         touch(&home.path().join("sessions/--y--/lockonly/session.lock"));
-        touch(&home.path().join("sessions/not-a-project/c/session.v4.jsonl"));
+        touch(
+            &home
+                .path()
+                .join("sessions/not-a-project/c/session.v4.jsonl"),
+        );
         let a = store.locate("a").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.map(|l| l.encoding), Some(Encoding::Zstd));
         let b = store.locate("b").unwrap_or_else(|e| panic!("{e}"));
@@ -259,14 +282,31 @@ mod tests {
         let store = SessionStore::new(home.path());
         touch(&home.path().join("sessions/--x--/d/session.v4.jsonl.zstd"));
         touch(&home.path().join("sessions/--y--/d/session.v4.jsonl"));
-        let err = store.locate("d").err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err.starts_with("session \"d\" is stored more than once: "), "{err}");
+        let err = store
+            .locate("d")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("session \"d\" is stored more than once: "),
+            "{err}"
+        );
         touch(&home.path().join("sessions/--x--/m/session.v4.jsonl.zstd"));
         touch(&home.path().join("sessions/--x--/m/session.v4.jsonl"));
-        assert!(matches!(store.locate("m"), Err(StoreError::MixedEncoding { .. })));
+        assert!(matches!(
+            store.locate("m"),
+            Err(StoreError::MixedEncoding { .. })
+        ));
         touch(&home.path().join("sessions/--x--/old/session.v3.jsonl.zstd"));
-        let err = store.locate("old").err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err.starts_with("session format version 3 is not supported: "), "{err}");
+        let err = store
+            .locate("old")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("session format version 3 is not supported: "),
+            "{err}"
+        );
         touch(&home.path().join("sessions/--x--/v0/session.jsonl"));
         assert!(matches!(
             store.locate("v0"),

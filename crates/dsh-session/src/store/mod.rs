@@ -6,25 +6,54 @@
 //! * [`SessionStore`] / [`SessionLocation`] / [`Encoding`]: where logs are,
 //!   finding one by id across project directories.
 //! * [`SessionWriter`]: the one write handle of a session (kernel lock,
-//!   batches, zstd frames).
+//!   batches, zstd frames); its docs say when data is durable.
 //! * [`SessionReader`] / [`StoredSession`]: reading a log back, torn tails,
-//!   corruption.
-//! * [`repair`]: the closers resume appends to an interrupted turn, and the
-//!   facts resume rebuilds from a log.
+//!   corruption, `sourceEventSeqs` runs.
+//! * [`repair_closers`] / [`resume_facts`]: the closers resume appends to an
+//!   interrupted turn, and the facts resume rebuilds from a log.
+//!
+//! Create, write, resume:
+//!
+//! ```
+//! use dsh_session::store::{
+//!     Encoding, SessionHeader, SessionStore, SessionWriter, repair_closers,
+//! };
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let home = tempfile::tempdir()?;
+//! let store = SessionStore::new(home.path());
+//! let header = SessionHeader::root("s-1", 1_796_008_646_846, Some("/home/user/ws".into()));
+//! let mut writer = SessionWriter::create(&store, &header, Encoding::Zstd)?;
+//! writer.append(r#"{"type":"turn/start","seq":0,"time":1796008646858,"data":{"turn":1}}"#)?;
+//! writer.flush()?; // the session appears on disk now
+//! drop(writer); // releases the lock
+//!
+//! let location = store.locate("s-1")?.ok_or("not found")?;
+//! let (mut writer, stored) = SessionWriter::resume(&location)?;
+//! for (seq, draft) in (stored.next_seq()..).zip(repair_closers(&stored.events, 1_796_008_700_000)) {
+//!     writer.append_event(&draft.into_event(seq))?;
+//! }
+//! writer.sync()?;
+//! # Ok(())
+//! # }
+//! ```
 
 mod error;
+mod facts;
 mod fsutil;
 mod header;
 mod layout;
 mod lock;
 mod reader;
+mod repair;
 mod writer;
 
 pub mod names;
 
 pub use error::StoreError;
+pub use facts::{HistoryEntry, PendingInbox, ResumeFacts, resume_facts};
 pub use header::{FORMAT_VERSION, HeaderType, SessionHeader};
 pub use layout::{Encoding, LOCK_FILE, PLAIN_FILE, SessionLocation, SessionStore, ZSTD_FILE};
 pub use names::{NO_CWD_DIR, encode_session_id, project_key};
 pub use reader::{SessionReader, StoredSession};
+pub use repair::{EventDraftOwned, SESSION_END_SEED, repair_closers};
 pub use writer::SessionWriter;

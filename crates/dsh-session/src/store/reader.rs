@@ -1,21 +1,4 @@
-//! Reading a session log back: both encodings, torn tails, corruption.
-//!
-//! A log is the header line then one event per line. What a crash can leave
-//! at the end of a log is a *torn tail*: the final write stopped early, so
-//! the file ends inside a line (plain) or inside a zstd frame. The reader
-//! keeps every complete line before that point, including complete lines
-//! that could still be decoded from a truncated final frame, drops the
-//! partial line and reports [`StoredSession::torn_tail`]. Anything wrong
-//! before the end (an unparsable line, a bad header, a seq out of order, an
-//! undecodable frame) is corruption, reported as [`StoreError::Corrupt`],
-//! never skipped.
-//!
-//! `sourceEventSeqs` is accepted both as a plain list of seqs and with runs
-//! stored as nested `[start, end]` pairs (inclusive; §8.3 says the official
-//! log stores runs of three or more that way, a shape no capture shows);
-//! pairs are expanded, so [`SessionEvent::source_event_seqs`] is always the
-//! plain list. A pair must satisfy `start <= end < seq`. This store writes
-//! the plain form.
+//! Reading a session log back: [`SessionReader`], [`StoredSession`].
 
 use super::error::StoreError;
 use super::header::{FORMAT_VERSION, SessionHeader};
@@ -23,6 +6,7 @@ use super::layout::{Encoding, SessionLocation};
 use dsh_protocol::event::SessionEvent;
 use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fs;
 use std::path::{Path, PathBuf};
 use zstd::stream::raw::{Decoder, Operation};
@@ -83,6 +67,23 @@ pub(crate) enum TailFix {
 }
 
 /// Reads session logs.
+///
+/// A log is the header line then one event per line. What a crash can leave
+/// at the end of a log is a *torn tail*: the final write stopped early, so
+/// the file ends inside a line (plain) or inside a zstd frame. The reader
+/// keeps every complete line before that point, including complete lines
+/// that could still be decoded from a truncated final frame, drops the
+/// partial line and reports [`StoredSession::torn_tail`]. Anything wrong
+/// before the end (an unparsable line, a bad header, a seq out of order, an
+/// undecodable frame) is corruption, reported as [`StoreError::Corrupt`],
+/// never skipped.
+///
+/// `sourceEventSeqs` is accepted both as a plain list of seqs and with runs
+/// stored as nested `[start, end]` pairs (inclusive; §8.3 says the official
+/// log stores runs of three or more that way, a shape no capture shows);
+/// pairs are expanded, so [`SessionEvent::source_event_seqs`] is always the
+/// plain list. A pair must satisfy `start <= end < seq`. This store writes
+/// the plain form.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SessionReader;
 
@@ -98,71 +99,26 @@ impl SessionReader {
     pub fn parse(location: &SessionLocation, bytes: &[u8]) -> Result<StoredSession, StoreError> {
         let file = location.file.as_path();
         let (text, frames) = match location.encoding {
-            Encoding::Plain => (std::borrow::Cow::Borrowed(bytes), None),
+            Encoding::Plain => (Cow::Borrowed(bytes), None),
             Encoding::Zstd => {
-                let decoded = decode_frames(file, bytes)?;
-                let frames = FrameInfo {
-                    complete_end: decoded.complete_end,
-                    complete_out: decoded.complete_out,
-                    partial: decoded.complete_end < bytes.len(),
-                };
-                (std::borrow::Cow::Owned(decoded.out), Some(frames))
+                let (text, frames) = decode_frames(file, bytes)?;
+                (Cow::Owned(text), Some(frames))
             }
         };
         let mut lines = Lines::new(file, &location.id);
-        let mut start = 0;
-        for (index, byte) in text.iter().enumerate() {
-            if *byte == b'\n' {
-                lines.complete(&text[start..index])?;
-                start = index + 1;
-            }
+        let mut segments = text.split(|byte| *byte == b'\n');
+        // What follows the last `\n` (empty when the text ends with one).
+        let fragment = segments.next_back().unwrap_or_default();
+        for line in segments {
+            lines.parse_line(line)?;
         }
-        let fragment = &text[start..];
-        // Whether the end of the text may be the remains of a torn write.
-        let tearable = match &frames {
-            None => true,
-            Some(frames) => frames.partial,
-        };
-        let mut fragment_kept = false;
-        let mut torn_tail = frames.as_ref().is_some_and(|f| f.partial);
-        if !fragment.is_empty() {
-            torn_tail = true;
-            match lines.parse_line(fragment) {
-                Ok(()) => fragment_kept = true,
-                Err(_) if tearable => {}
-                Err(err) => return Err(err),
-            }
-        }
-        let keep_end = if fragment_kept { text.len() } else { start };
-        let tail = match &frames {
-            None if fragment_kept => TailFix::Newline,
-            None if fragment.is_empty() => TailFix::Clean,
-            None => TailFix::Truncate { len: start as u64 },
-            Some(frames) if !frames.partial => {
-                if fragment_kept {
-                    TailFix::Newline
-                } else {
-                    TailFix::Clean
-                }
-            }
-            Some(frames) => {
-                let (keep, from) = if keep_end >= frames.complete_out {
-                    (frames.complete_end as u64, frames.complete_out)
-                } else {
-                    // The cut falls inside whole frames: re-encode everything.
-                    (0, 0)
-                };
-                let mut salvaged = text[from..keep_end].to_vec();
-                if fragment_kept {
-                    salvaged.push(b'\n');
-                }
-                if salvaged.is_empty() {
-                    TailFix::Truncate { len: keep }
-                } else {
-                    TailFix::Rewrite { keep, salvaged }
-                }
-            }
-        };
+        // Whether the end of the text may be the remains of a torn write:
+        // always for plain logs, for zstd only after a truncated frame.
+        let tearable = frames.as_ref().is_none_or(|f| f.partial);
+        let fragment_kept = !fragment.is_empty() && lines.parse_fragment(fragment, tearable)?;
+        let torn_tail = !fragment.is_empty() || frames.as_ref().is_some_and(|f| f.partial);
+        let start = text.len() - fragment.len();
+        let tail = tail_fix(frames.as_ref(), &text, start, fragment_kept);
         let Some(header) = lines.header else {
             return Err(StoreError::corrupt(
                 file,
@@ -181,8 +137,43 @@ impl SessionReader {
     }
 }
 
+/// What must be done to the file before appending, given where its
+/// trailing fragment starts in the (decompressed) `text` and whether that
+/// fragment was kept as an event.
+fn tail_fix(frames: Option<&Frames>, text: &[u8], start: usize, fragment_kept: bool) -> TailFix {
+    let complete = start == text.len();
+    match frames {
+        None | Some(Frames { partial: false, .. }) if complete => TailFix::Clean,
+        None | Some(Frames { partial: false, .. }) if fragment_kept => TailFix::Newline,
+        None => TailFix::Truncate { len: start as u64 },
+        Some(frames) => {
+            let keep_end = if fragment_kept { text.len() } else { start };
+            let (keep, from) = if keep_end >= frames.complete_out {
+                (frames.complete_end as u64, frames.complete_out)
+            } else {
+                // The cut falls inside whole frames: re-encode everything.
+                (0, 0)
+            };
+            let mut salvaged = text[from..keep_end].to_vec();
+            if fragment_kept {
+                salvaged.push(b'\n');
+            }
+            if salvaged.is_empty() {
+                TailFix::Truncate { len: keep }
+            } else {
+                TailFix::Rewrite { keep, salvaged }
+            }
+        }
+    }
+}
+
+/// Whether `bytes` is one complete JSON value.
+fn is_json(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+}
+
 /// Where the complete frames of a zstd log end.
-struct FrameInfo {
+struct Frames {
     /// File offset after the last complete frame.
     complete_end: usize,
     /// Decompressed bytes produced by the complete frames.
@@ -191,16 +182,9 @@ struct FrameInfo {
     partial: bool,
 }
 
-/// The decompressed content of a zstd log.
-struct Decoded {
-    out: Vec<u8>,
-    complete_end: usize,
-    complete_out: usize,
-}
-
 /// Decompresses concatenated frames; a truncated final frame contributes
 /// what could be decoded from it.
-fn decode_frames(file: &Path, bytes: &[u8]) -> Result<Decoded, StoreError> {
+fn decode_frames(file: &Path, bytes: &[u8]) -> Result<(Vec<u8>, Frames), StoreError> {
     let mut decoder = Decoder::new().map_err(|e| StoreError::io("start decoding", file, e))?;
     let mut out = Vec::with_capacity(bytes.len().saturating_mul(4));
     let mut chunk = vec![0u8; 1 << 16];
@@ -221,6 +205,7 @@ fn decode_frames(file: &Path, bytes: &[u8]) -> Result<Decoded, StoreError> {
         pos += status.bytes_read;
         out.extend_from_slice(&chunk[..status.bytes_written]);
         if status.remaining == 0 {
+            // A frame ended (and its output is flushed).
             complete_end = pos;
             complete_out = out.len();
             if pos == bytes.len() {
@@ -229,18 +214,17 @@ fn decode_frames(file: &Path, bytes: &[u8]) -> Result<Decoded, StoreError> {
             continue;
         }
         let output_full = status.bytes_written == chunk.len();
-        if pos == bytes.len() && !output_full {
-            break;
-        }
-        if status.bytes_read == 0 && status.bytes_written == 0 {
+        let stuck = status.bytes_read == 0 && status.bytes_written == 0;
+        if (pos == bytes.len() && !output_full) || stuck {
             break;
         }
     }
-    Ok(Decoded {
-        out,
+    let frames = Frames {
         complete_end,
         complete_out,
-    })
+        partial: complete_end < bytes.len(),
+    };
+    Ok((out, frames))
 }
 
 /// The on-disk envelope: as [`SessionEvent`], with `sourceEventSeqs`
@@ -289,11 +273,19 @@ impl<'a> Lines<'a> {
         }
     }
 
-    /// A `\n`-terminated line: must parse.
-    fn complete(&mut self, line: &[u8]) -> Result<(), StoreError> {
-        self.parse_line(line)
+    /// Parses the text after the last `\n`: whether it was kept as a line.
+    /// When it may be a torn write (`tearable`) and is not whole JSON it is
+    /// dropped; whole JSON that fails the checks (a seq out of order, say)
+    /// is corruption, as is anything in a log whose end cannot be torn.
+    fn parse_fragment(&mut self, fragment: &[u8], tearable: bool) -> Result<bool, StoreError> {
+        match self.parse_line(fragment) {
+            Ok(()) => Ok(true),
+            Err(_) if tearable && !is_json(fragment) => Ok(false),
+            Err(err) => Err(err),
+        }
     }
 
+    /// Parses the next line: the header first, then events.
     fn parse_line(&mut self, line: &[u8]) -> Result<(), StoreError> {
         self.line += 1;
         if self.header.is_none() {
@@ -338,8 +330,8 @@ impl<'a> Lines<'a> {
     }
 
     fn parse_event(&self, line: &[u8]) -> Result<SessionEvent, StoreError> {
-        let disk: DiskEvent = serde_json::from_slice(line)
-            .map_err(|e| self.corrupt(format!("bad event: {e}")))?;
+        let disk: DiskEvent =
+            serde_json::from_slice(line).map_err(|e| self.corrupt(format!("bad event: {e}")))?;
         let expected = self.events.len() as u64;
         if disk.seq != expected {
             return Err(self.corrupt(format!("expected seq {expected}, found {}", disk.seq)));
@@ -389,7 +381,10 @@ mod tests {
     }
 
     fn event(seq: u64) -> String {
-        format!(r#"{{"type":"turn/start","seq":{seq},"time":{},"data":{{"turn":1}}}}"#, 100 + seq)
+        format!(
+            r#"{{"type":"turn/start","seq":{seq},"time":{},"data":{{"turn":1}}}}"#,
+            100 + seq
+        )
     }
 
     fn plain(lines: &[String]) -> Vec<u8> {
@@ -428,13 +423,22 @@ mod tests {
             Some(vec![0, 2, 3, 4, 5, 7, 8])
         );
         for bad in ["[[5,2]]", "[[2,9]]", "[[1,2,3]]", "[\"x\"]"] {
-            let line = format!(r#"{{"type":"x","seq":9,"time":1,"data":{{}},"sourceEventSeqs":{bad}}}"#);
+            let line =
+                format!(r#"{{"type":"x","seq":9,"time":1,"data":{{}},"sourceEventSeqs":{bad}}}"#);
             let mut lines = vec![HEADER.to_owned()];
             lines.extend((0..9).map(event));
             lines.push(line);
             lines.push(event(10));
-            let err = read_plain(&plain(&lines)).err().map(|e| e.to_string()).unwrap_or_default();
-            assert!(err.starts_with("corrupt session log: /h/sessions/--w--/s/session.v4.jsonl: line 11: "), "{bad}: {err}");
+            let err = read_plain(&plain(&lines))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.starts_with(
+                    "corrupt session log: /h/sessions/--w--/s/session.v4.jsonl: line 11: "
+                ),
+                "{bad}: {err}"
+            );
         }
     }
 
@@ -448,10 +452,15 @@ mod tests {
             err,
             "corrupt session log: /h/sessions/--w--/s/session.v4.jsonl: line 3: expected seq 1, found 2"
         );
-        let err = read_plain(&plain(&[HEADER.into(), event(1)])).err().map(|e| e.to_string());
+        let err = read_plain(&plain(&[HEADER.into(), event(1)]))
+            .err()
+            .map(|e| e.to_string());
         assert!(err.is_some_and(|e| e.contains("line 2: expected seq 0, found 1")));
         let bad = plain(&[HEADER.into(), event(0), "{not json".into(), event(1)]);
-        let err = read_plain(&bad).err().map(|e| e.to_string()).unwrap_or_default();
+        let err = read_plain(&bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(err.contains(": line 3: bad event: "), "{err}");
         let extra = r#"{"type":"x","seq":0,"time":0,"data":{},"id":"e"}"#;
         assert!(read_plain(&plain(&[HEADER.into(), extra.into()])).is_err());
@@ -460,23 +469,41 @@ mod tests {
         // A complete final line (it has its newline) that does not parse is
         // corruption too, not a torn write.
         let bad_last = plain(&[HEADER.into(), event(0), "{\"type\"".into()]);
-        assert!(matches!(read_plain(&bad_last), Err(StoreError::Corrupt { line: 3, .. })));
+        assert!(matches!(
+            read_plain(&bad_last),
+            Err(StoreError::Corrupt { line: 3, .. })
+        ));
     }
 
     #[test]
     fn headers_are_checked() {
         let v3 = HEADER.replace("\"version\":4", "\"version\":3");
-        let err = read_plain(&plain(&[v3])).err().map(|e| e.to_string()).unwrap_or_default();
+        let err = read_plain(&plain(&[v3]))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert_eq!(
             err,
             "session format version 3 is not supported: /h/sessions/--w--/s/session.v4.jsonl"
         );
         let other = HEADER.replace("\"id\":\"s\"", "\"id\":\"t\"");
-        assert!(matches!(read_plain(&plain(&[other])), Err(StoreError::Corrupt { line: 1, .. })));
+        assert!(matches!(
+            read_plain(&plain(&[other])),
+            Err(StoreError::Corrupt { line: 1, .. })
+        ));
         let extra = HEADER.replace("\"isSeeded\"", "\"title\":\"x\",\"isSeeded\"");
-        assert!(matches!(read_plain(&plain(&[extra])), Err(StoreError::Corrupt { line: 1, .. })));
-        assert!(matches!(read_plain(&plain(&[event(0)])), Err(StoreError::Corrupt { line: 1, .. })));
-        let err = read_plain(b"").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(matches!(
+            read_plain(&plain(&[extra])),
+            Err(StoreError::Corrupt { line: 1, .. })
+        ));
+        assert!(matches!(
+            read_plain(&plain(&[event(0)])),
+            Err(StoreError::Corrupt { line: 1, .. })
+        ));
+        let err = read_plain(b"")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(err.contains("line 1: missing session header"), "{err}");
     }
 
@@ -488,12 +515,24 @@ mod tests {
         assert!(stored.torn_tail);
         assert_eq!(stored.events.len(), 1);
         let line2_end = HEADER.len() + 1 + event(0).len() + 1;
-        assert_eq!(stored.tail, TailFix::Truncate { len: line2_end as u64 });
+        assert_eq!(
+            stored.tail,
+            TailFix::Truncate {
+                len: line2_end as u64
+            }
+        );
         // Only the newline lost: the event is kept and the newline owed.
         let stored = read_plain(&full[..full.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
         assert!(stored.torn_tail);
         assert_eq!(stored.events.len(), 2);
         assert_eq!(stored.tail, TailFix::Newline);
+        // Whole JSON without its newline that fails the checks is not torn.
+        let mut gap = plain(&[HEADER.into(), event(0)]);
+        gap.extend_from_slice(event(5).as_bytes());
+        assert!(matches!(
+            read_plain(&gap),
+            Err(StoreError::Corrupt { line: 3, .. })
+        ));
     }
 
     #[test]
@@ -507,10 +546,15 @@ mod tests {
         let stored = SessionReader::parse(&loc, &bytes).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stored.events.len(), 3);
         assert_eq!(stored.tail, TailFix::Clean);
-        for cut in first_len..bytes.len() {
-            let stored = SessionReader::parse(&loc, &bytes[..cut]).unwrap_or_else(|e| panic!("{cut}: {e}"));
+        let whole = SessionReader::parse(&loc, &bytes[..first_len])
+            .ok()
+            .map(|s| s.tail);
+        assert_eq!(whole, Some(TailFix::Clean));
+        for cut in first_len + 1..bytes.len() {
+            let stored =
+                SessionReader::parse(&loc, &bytes[..cut]).unwrap_or_else(|e| panic!("{cut}: {e}"));
             assert!(stored.torn_tail, "{cut}");
-            assert!(stored.events.len() >= 1, "{cut}");
+            assert!(!stored.events.is_empty(), "{cut}");
             match &stored.tail {
                 TailFix::Truncate { len } => assert_eq!(*len, first_len as u64),
                 TailFix::Rewrite { keep, salvaged } => {

@@ -279,7 +279,11 @@ mod tests {
     fn a_closed_log_only_gets_the_seed() {
         let events = vec![
             event(0, TURN_START, json!({"turn": 1})),
-            event(1, TURN_END, json!({"turn": 1, "reason": {"kind": "completed"}})),
+            event(
+                1,
+                TURN_END,
+                json!({"turn": 1, "reason": {"kind": "completed"}}),
+            ),
         ];
         let drafts = repair_closers(&events, 5000);
         assert_eq!(kinds(&drafts), [SESSION_END_SEED]);

@@ -1,58 +1,4 @@
-//! The one write handle of a session log.
-//!
-//! # Lifecycle
-//!
-//! * [`SessionWriter::create`] checks that no log with the id exists anywhere
-//!   under `sessions/` and then touches **nothing**: a session has no
-//!   footprint until its first write (§11.4).
-//! * The first [`flush`](SessionWriter::flush) that has events to write
-//!   creates the missing directories (mode 0700: `DSH_HOME`, `sessions/`,
-//!   the project directory, the session directory), opens `session.lock`
-//!   (empty, 0600, never deleted) and takes an exclusive non-blocking kernel
-//!   `flock` on it for the writer's lifetime, then writes the header line and
-//!   the buffered events as the first batch into a temporary file that is
-//!   renamed to the log name (0600). The log therefore never exists without
-//!   a complete first batch, header included.
-//! * [`SessionWriter::open_append`] (or [`SessionWriter::resume`], which
-//!   locks before reading) reopens an existing log: it takes the lock,
-//!   removes a torn tail the reader found, and appends after the existing
-//!   content (new zstd frames after the old ones).
-//!
-//! # Batches
-//!
-//! [`append`](SessionWriter::append) buffers one event line: the exact bytes
-//! given plus `\n` (`sourceEventSeqs` is written as given, as a plain list;
-//! the reader also accepts `[start,end]` runs). [`flush`](SessionWriter::flush)
-//! writes everything buffered as one batch with one `write` to the end of
-//! the file: for [`Encoding::Zstd`] one zstd frame (with a content checksum),
-//! for [`Encoding::Plain`] the bytes as they are. Appending never reads the
-//! file, so its cost is proportional to the batch, not to the log.
-//!
-//! If a write fails, the file is cut back to its previous length and the
-//! batch stays buffered, so a later flush retries it; if even the cut fails
-//! the writer is poisoned and refuses further writes rather than append
-//! after partial bytes.
-//!
-//! # Durability: `flush` does not fsync
-//!
-//! [`flush`](SessionWriter::flush) hands the batch to the kernel and
-//! returns: the events survive the process being killed, not a machine
-//! crash. [`sync`](SessionWriter::sync) flushes and then `fdatasync`s the log
-//! (and, once, `fsync`s the directories whose entries the first flush or a
-//! tail repair created or renamed), which also survives power loss. Flush is
-//! what the flush barriers (before each model request, tool dispatch and
-//! pre-step) call; sync belongs at the few points where losing the tail of a
-//! session to a power cut matters more than a few milliseconds (session
-//! disposal, shutdown). Measured on the development machine (ext4 on a
-//! virtio disk, release build, 500 batches of 10 events of ≈300 bytes each):
-//! a zstd flush costs ≈25 µs and a plain flush ≈8 µs per batch, while a sync
-//! costs ≈1.1 ms (zstd and plain alike), i.e. 40–140 times more, dominated by
-//! the device flush. The torn tail a machine crash can leave is exactly what
-//! the reader tolerates and [`SessionWriter::open_append`] repairs.
-//!
-//! Dropping a writer flushes what is still buffered (a failure is logged with
-//! `tracing`, as `Drop` cannot return it); call [`close`](SessionWriter::close)
-//! to see the error.
+//! The one write handle of a session log: [`SessionWriter`].
 
 use super::error::StoreError;
 use super::fsutil::{create_private, ensure_dir, ensure_dir_all, sync_data, sync_dir};
@@ -69,7 +15,68 @@ use std::path::{Path, PathBuf};
 /// zstd level of written frames (the library default).
 const ZSTD_LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
 
-/// The one write handle of a session log. See the [module docs](self).
+/// The one write handle of a session log.
+///
+/// # Lifecycle
+///
+/// * [`SessionWriter::create`] checks that no log with the id exists anywhere
+///   under `sessions/` and then touches **nothing**: a session has no
+///   footprint until its first write (§11.4).
+/// * The first [`flush`](SessionWriter::flush) that has events to write
+///   creates the missing directories (mode 0700: `DSH_HOME`, `sessions/`,
+///   the project directory, the session directory), opens `session.lock`
+///   (empty, 0600, never deleted) and takes an exclusive non-blocking kernel
+///   `flock` on it for the writer's lifetime, then writes the header line and
+///   the buffered events as the first batch into a temporary file that is
+///   renamed to the log name (0600). The log therefore never exists without
+///   a complete first batch, header included.
+/// * [`SessionWriter::open_append`] (or [`SessionWriter::resume`], which
+///   locks before reading) reopens an existing log: it takes the lock,
+///   removes a torn tail the reader found, and appends after the existing
+///   content (new zstd frames after the old ones).
+/// * The lock belongs to the writer's open file description of
+///   `session.lock`: a second writer fails with [`StoreError::Locked`]
+///   whether it is in another process or in this one, and dropping the
+///   writer releases it.
+///
+/// # Batches
+///
+/// [`append`](SessionWriter::append) buffers one event line: the exact bytes
+/// given plus `\n` (`sourceEventSeqs` is written as given, as a plain list;
+/// the reader also accepts `[start,end]` runs). [`flush`](SessionWriter::flush)
+/// writes everything buffered as one batch with one `write` to the end of
+/// the file: for [`Encoding::Zstd`] one zstd frame (with a content checksum),
+/// for [`Encoding::Plain`] the bytes as they are. Appending never reads the
+/// file, so its cost is proportional to the batch, not to the log.
+///
+/// If a write fails, the file is cut back to its previous length and the
+/// batch stays buffered, so a later flush retries it; if even the cut fails
+/// the writer is poisoned and refuses further writes rather than append
+/// after partial bytes.
+///
+/// # Durability: `flush` does not fsync
+///
+/// [`flush`](SessionWriter::flush) hands the batch to the kernel and
+/// returns: the events survive the process being killed, not a machine
+/// crash. [`sync`](SessionWriter::sync) flushes and then `fdatasync`s the log
+/// (and, once, `fsync`s the directories whose entries the first flush or a
+/// tail repair created or renamed), which also survives power loss. Flush is
+/// what the flush barriers (before each model request, tool dispatch and
+/// pre-step) call; sync belongs at the few points where losing the tail of a
+/// session to a power cut matters more than a few milliseconds (session
+/// disposal, shutdown). Measured with `examples/store_flush_cost.rs` on the
+/// development machine (ext4 on a virtio disk, release build, 500 batches of
+/// 10 events of ≈300 bytes): a flush costs ≈5–8 µs per batch with zstd and
+/// ≈3–5 µs plain, a sync ≈0.2–1.2 ms with either (it varies with the
+/// device), i.e. 25 to 300 times more, all of it the device flush. What a
+/// machine crash costs an unsynced log is its end (on Linux file systems in
+/// their default ordered-data modes, appended data reaches the disk before
+/// the size that covers it); a final write cut short is the torn tail the
+/// reader tolerates and [`SessionWriter::open_append`] repairs.
+///
+/// Dropping a writer flushes what is still buffered (a failure is logged with
+/// `tracing`, as `Drop` cannot return it); call [`close`](SessionWriter::close)
+/// to see the error.
 pub struct SessionWriter {
     location: SessionLocation,
     sink: Sink,
@@ -145,7 +152,8 @@ impl SessionWriter {
                 id: header.id.clone(),
             });
         }
-        let location = store.location_for(header.cwd.as_deref().map(Path::new), &header.id, encoding);
+        let location =
+            store.location_for(header.cwd.as_deref().map(Path::new), &header.id, encoding);
         let mut buf = serde_json::to_vec(header).map_err(|e| StoreError::InvalidHeader {
             reason: e.to_string(),
         })?;
@@ -343,9 +351,15 @@ impl SessionWriter {
         Ok(())
     }
 
-    /// Flushes and releases the lock, reporting a failed final write.
+    /// Flushes and releases the lock, reporting a failed final write (the
+    /// unwritten events are then discarded, not retried on drop).
     pub fn close(mut self) -> Result<(), StoreError> {
-        self.flush()
+        let result = self.flush();
+        if result.is_err() {
+            self.buf.clear();
+            self.buffered = 0;
+        }
+        result
     }
 
     fn poisoned(&self) -> StoreError {
@@ -464,6 +478,7 @@ impl Drop for SessionWriter {
     }
 }
 
+/// A zstd compressor for batch frames (level 3, content checksum).
 fn new_compressor(file: &Path) -> Result<zstd::bulk::Compressor<'static>, StoreError> {
     let mut compressor = zstd::bulk::Compressor::new(ZSTD_LEVEL)
         .map_err(|e| StoreError::io("start compressing", file, e))?;
@@ -475,7 +490,10 @@ fn new_compressor(file: &Path) -> Result<zstd::bulk::Compressor<'static>, StoreE
 
 /// `<file>.tmp` beside `file`.
 fn temp_path(file: &Path) -> PathBuf {
-    let mut name = file.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = file
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push(".tmp");
     file.with_file_name(name)
 }
@@ -492,7 +510,8 @@ fn sync_dirs(dirs: &mut Vec<PathBuf>) -> Result<(), StoreError> {
 /// Replaces everything after the first `keep` bytes of a zstd log with one
 /// frame holding `salvaged`, via a synced temporary file renamed over it.
 fn rewrite_tail(location: &SessionLocation, keep: u64, salvaged: &[u8]) -> Result<(), StoreError> {
-    let source = File::open(&location.file).map_err(|e| StoreError::io("open", &location.file, e))?;
+    let source =
+        File::open(&location.file).map_err(|e| StoreError::io("open", &location.file, e))?;
     let temp = temp_path(&location.file);
     let result = (|| {
         let mut out = create_private(&temp)?;
@@ -515,4 +534,24 @@ fn rewrite_tail(location: &SessionLocation, keep: u64, salvaged: &[u8]) -> Resul
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writers_can_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<SessionWriter>();
+        send::<StoredSession>();
+    }
+
+    #[test]
+    fn temp_files_sit_beside_the_log() {
+        assert_eq!(
+            temp_path(Path::new("/d/session.v4.jsonl.zstd")),
+            Path::new("/d/session.v4.jsonl.zstd.tmp")
+        );
+    }
 }

@@ -5,7 +5,7 @@ use super::capture::Capture;
 use super::render;
 use crate::{PermissionMode, ToolHost};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
@@ -20,7 +20,9 @@ pub(crate) fn now_ms() -> u64 {
 
 /// Locks a mutex, recovering the data if a holder panicked.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// How a job ended.
@@ -281,11 +283,6 @@ impl Job {
             }
             Err(_) => None,
         }
-    }
-
-    /// The process group's spill directory.
-    pub(crate) fn spill_dir(&self) -> &Path {
-        &self.spill_dir
     }
 }
 

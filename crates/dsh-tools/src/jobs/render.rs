@@ -92,9 +92,13 @@ pub(crate) fn sandbox_marker(mode: PermissionMode) -> String {
 fn denied_by_sandbox(outcome: &Outcome, stderr: &str) -> bool {
     let failed = matches!(outcome, Outcome::Exited(code) if *code != 0);
     failed
-        && ["Permission denied", "Read-only file system", "Operation not permitted"]
-            .iter()
-            .any(|needle| stderr.contains(needle))
+        && [
+            "Permission denied",
+            "Read-only file system",
+            "Operation not permitted",
+        ]
+        .iter()
+        .any(|needle| stderr.contains(needle))
 }
 
 /// `SIGKILL`-style name of a signal number.

@@ -38,8 +38,14 @@ pub(crate) fn start(
     if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
         job.set_pgid(pid);
     }
-    let stdout = child.stdout.take().map(|pipe| pump(job.clone(), Stream::Stdout, pipe));
-    let stderr = child.stderr.take().map(|pipe| pump(job.clone(), Stream::Stderr, pipe));
+    let stdout = child
+        .stdout
+        .take()
+        .map(|pipe| pump(job.clone(), Stream::Stdout, pipe));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|pipe| pump(job.clone(), Stream::Stderr, pipe));
     let job = job.clone();
     tokio::spawn(async move {
         let status = child.wait().await;

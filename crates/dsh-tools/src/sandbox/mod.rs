@@ -154,6 +154,8 @@ pub(crate) fn launcher_refusal(exit_code: Option<i32>, stderr: &str) -> Option<S
     if exit_code != Some(REFUSED_EXIT) {
         return None;
     }
-    let line = stderr.lines().find_map(|l| l.strip_prefix(REFUSAL_PREFIX))?;
+    let line = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(REFUSAL_PREFIX))?;
     Some(line.trim_end().to_owned())
 }

@@ -42,7 +42,9 @@ pub(crate) fn confine(mode: PermissionMode, workspace: &Path) -> Result<(), Stri
                 .handle_access(handled)
         })
         .and_then(|ruleset| ruleset.create())
-        .and_then(|created| created.add_rules(path_beneath_rules(["/"], AccessFs::from_read(TARGET_ABI))))
+        .and_then(|created| {
+            created.add_rules(path_beneath_rules(["/"], AccessFs::from_read(TARGET_ABI)))
+        })
         .and_then(|created| created.add_rules(path_beneath_rules(&writable, handled)))
         .and_then(|created| created.restrict_self())
         .map_err(|err| format!("Landlock refused the ruleset: {err}"))?;

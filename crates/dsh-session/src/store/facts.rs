@@ -1,0 +1,268 @@
+//! What resume rebuilds from a stored log: turn counter, title, working
+//! directory, the two inbox queues and the model-visible history.
+
+use super::error::StoreError;
+use crate::events::{
+    ASSISTANT_MESSAGE, INBOX_SPLICED, SESSION_TITLE, SYSTEM_MESSAGE, TOOL_RESULT, TURN_START,
+    USER_MESSAGE, WORKING_DIRECTORY_CHANGE,
+};
+use crate::message::{Message, SystemMessage, UserMessage};
+use dsh_protocol::event::SessionEvent;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// The two durable inbox queues (§10.1), oldest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PendingInbox {
+    /// Prompts waiting for a turn.
+    pub next_turn: Vec<UserMessage>,
+    /// Context waiting for the next step boundary.
+    pub next_step: Vec<UserMessage>,
+}
+
+/// One model-visible message and the seq of the event that added it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    /// Seq of the `system/message`, `user/message`, `assistant/message` or
+    /// `tool/result` event.
+    pub seq: u64,
+    /// The message.
+    pub message: Message,
+}
+
+/// Facts resume needs from a stored log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResumeFacts {
+    /// The last `turn/start` number (0 when no turn ever started); the next
+    /// turn is this + 1.
+    pub last_turn: u64,
+    /// Whether a `session/title` was recorded.
+    pub has_title: bool,
+    /// `cwd` of the last `working-directory/change`, if any (else the
+    /// header's `cwd` applies).
+    pub cwd: Option<String>,
+    /// The inbox queues after replaying every `agent/inbox/spliced`.
+    pub inbox: PendingInbox,
+    /// The model-visible history in seq order, system messages included.
+    pub history: Vec<HistoryEntry>,
+    /// The last system message (the prompt last sent).
+    pub last_system: Option<SystemMessage>,
+    /// The last runtime-context user message (`source.kind:
+    /// "runtime-context"`).
+    pub last_runtime_context: Option<UserMessage>,
+}
+
+fn parse<T: DeserializeOwned>(
+    event: &SessionEvent,
+    value: &Value,
+    what: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_value(value.clone()).map_err(|e| StoreError::BadEvent {
+        seq: event.seq,
+        reason: format!("{} {what}: {e}", event.kind),
+    })
+}
+
+fn field<'a>(event: &'a SessionEvent, key: &str) -> Result<&'a Value, StoreError> {
+    event.data.get(key).ok_or_else(|| StoreError::BadEvent {
+        seq: event.seq,
+        reason: format!("{} without {key}", event.kind),
+    })
+}
+
+/// Applies one `agent/inbox/spliced` to its queue: remove `removedCount`
+/// entries at `start`, insert `inserted` there (clamped like
+/// `Array.prototype.splice`). `outcome: "canceled"` splices remove the same
+/// way.
+fn splice(inbox: &mut PendingInbox, event: &SessionEvent) -> Result<(), StoreError> {
+    let queue = match field(event, "target")?.as_str() {
+        Some("next-turn") => &mut inbox.next_turn,
+        Some("next-step") => &mut inbox.next_step,
+        other => {
+            return Err(StoreError::BadEvent {
+                seq: event.seq,
+                reason: format!("unknown inbox target {other:?}"),
+            });
+        }
+    };
+    let as_index = |value: Option<&Value>| {
+        value
+            .and_then(Value::as_u64)
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    };
+    let start = as_index(event.data.get("start")).min(queue.len());
+    let removed = as_index(event.data.get("removedCount")).min(queue.len() - start);
+    let inserted: Vec<UserMessage> = match event.data.get("inserted") {
+        Some(value) => parse(event, value, "inserted")?,
+        None => Vec::new(),
+    };
+    queue.splice(start..start + removed, inserted);
+    Ok(())
+}
+
+/// Applies a message event's `surfaceOp` to the history: `"append"` (or
+/// none) appends; `{"op":"replace","startSeq":a,"endSeq":b}` (◆, never
+/// observed) replaces the entries added by events `a..=b` with this one.
+fn surface(
+    history: &mut Vec<HistoryEntry>,
+    event: &SessionEvent,
+    message: Message,
+) -> Result<(), StoreError> {
+    let entry = HistoryEntry {
+        seq: event.seq,
+        message,
+    };
+    let Some(op) = event
+        .surface_op
+        .as_ref()
+        .filter(|op| op.as_str() != Some("append"))
+    else {
+        history.push(entry);
+        return Ok(());
+    };
+    let range = (op.get("op").and_then(Value::as_str) == Some("replace"))
+        .then(|| Some((op.get("startSeq")?.as_u64()?, op.get("endSeq")?.as_u64()?)))
+        .flatten();
+    let Some((start, end)) = range else {
+        return Err(StoreError::BadEvent {
+            seq: event.seq,
+            reason: format!("unsupported surfaceOp {op}"),
+        });
+    };
+    let at = history
+        .iter()
+        .position(|e| e.seq >= start && e.seq <= end)
+        .unwrap_or(history.len());
+    history.retain(|e| e.seq < start || e.seq > end);
+    history.insert(at.min(history.len()), entry);
+    Ok(())
+}
+
+/// Rebuilds the [`ResumeFacts`] of a stored log (repair closers included or
+/// not: they add no messages but the interrupted tool results).
+///
+/// `developer/message` events (tool registry changes, ◆) are not part of
+/// the history returned here.
+pub fn resume_facts(events: &[SessionEvent]) -> Result<ResumeFacts, StoreError> {
+    let mut facts = ResumeFacts::default();
+    for event in events {
+        match event.kind.as_str() {
+            TURN_START => {
+                facts.last_turn =
+                    field(event, "turn")?
+                        .as_u64()
+                        .ok_or_else(|| StoreError::BadEvent {
+                            seq: event.seq,
+                            reason: "turn/start turn is not a number".to_owned(),
+                        })?;
+            }
+            SESSION_TITLE => facts.has_title = true,
+            WORKING_DIRECTORY_CHANGE => {
+                let cwd = field(event, "cwd")?
+                    .as_str()
+                    .ok_or_else(|| StoreError::BadEvent {
+                        seq: event.seq,
+                        reason: "working-directory/change cwd is not a string".to_owned(),
+                    })?;
+                facts.cwd = Some(cwd.to_owned());
+            }
+            INBOX_SPLICED => splice(&mut facts.inbox, event)?,
+            SYSTEM_MESSAGE => {
+                let message: SystemMessage = parse(event, field(event, "message")?, "message")?;
+                facts.last_system = Some(message.clone());
+                surface(&mut facts.history, event, Message::System(message))?;
+            }
+            USER_MESSAGE => {
+                let message: UserMessage = parse(event, &event.data, "message")?;
+                if message.source_kind() == Some("runtime-context") {
+                    facts.last_runtime_context = Some(message.clone());
+                }
+                surface(&mut facts.history, event, Message::User(message))?;
+            }
+            ASSISTANT_MESSAGE => {
+                let message = parse(event, field(event, "message")?, "message")?;
+                surface(&mut facts.history, event, Message::Assistant(message))?;
+            }
+            TOOL_RESULT => {
+                let message = parse(event, field(event, "message")?, "message")?;
+                surface(&mut facts.history, event, Message::Tool(message))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(facts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(seq: u64, kind: &str, data: Value) -> SessionEvent {
+        SessionEvent {
+            kind: kind.to_owned(),
+            seq,
+            time: seq,
+            data,
+            source_event_seqs: None,
+            surface_op: Some(Value::from("append")),
+            ignorable: None,
+        }
+    }
+
+    fn user(id: &str) -> Value {
+        json!({"content": [{"type": "text", "text": id}], "source": {"kind": "user"}, "role": "user", "id": id})
+    }
+
+    fn ids(queue: &[UserMessage]) -> Vec<&str> {
+        queue.iter().map(|m| m.id.as_str()).collect()
+    }
+
+    #[test]
+    fn inbox_splices_replay() {
+        let splices = [
+            json!({"target": "next-step", "start": 0, "inserted": [user("a")]}),
+            json!({"target": "next-step", "start": 1, "inserted": [user("b")]}),
+            json!({"target": "next-step", "start": 1, "inserted": [user("c")]}),
+            json!({"target": "next-turn", "start": 0, "inserted": [user("p1")]}),
+            json!({"target": "next-turn", "start": 1, "inserted": [user("p2")]}),
+            json!({"target": "next-step", "start": 0, "removedCount": 1, "inserted": []}),
+            json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
+            json!({"target": "next-step", "start": 1, "removedCount": 9, "inserted": [], "outcome": "canceled"}),
+        ];
+        let events: Vec<_> = splices
+            .into_iter()
+            .enumerate()
+            .map(|(i, data)| event(i as u64, INBOX_SPLICED, data))
+            .collect();
+        let facts = resume_facts(&events).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ids(&facts.inbox.next_step), ["c"]);
+        assert_eq!(ids(&facts.inbox.next_turn), ["p2"]);
+        let bad = [event(
+            0,
+            INBOX_SPLICED,
+            json!({"target": "elsewhere", "start": 0}),
+        )];
+        let err = resume_facts(&bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.starts_with("corrupt session log: event 0: "), "{err}");
+    }
+
+    #[test]
+    fn replace_swaps_the_covered_entries() {
+        let mut replace = event(3, USER_MESSAGE, user("summary"));
+        replace.surface_op = Some(json!({"op": "replace", "startSeq": 1, "endSeq": 2}));
+        let events = [
+            event(0, USER_MESSAGE, user("a")),
+            event(1, USER_MESSAGE, user("b")),
+            event(2, USER_MESSAGE, user("c")),
+            replace,
+            event(4, USER_MESSAGE, user("d")),
+        ];
+        let facts = resume_facts(&events).unwrap_or_else(|e| panic!("{e}"));
+        let seqs: Vec<u64> = facts.history.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [0, 3, 4]);
+    }
+}

@@ -1,0 +1,88 @@
+//! The model-visible tools of the DeepSeek Harness runtime.
+//!
+//! [`sdk_tools`] builds the tool library of the `sdk` profile (`bash`,
+//! `read`, `write`, `edit`, `glob`, `grep`, `read_image`, `todo_write`,
+//! `job_list`, `job_output`, `job_kill`, `web_fetch`); the agent adds the
+//! tools that need its own services (`working_directory`, subagents, …).
+//! [`sdk_minimal_tools`] builds the `sdk-minimal` set (a persistent
+//! `bash` and `read_image`).
+//!
+//! A call gets the raw argument string as streamed by the model and a
+//! [`ToolContext`]; it returns a [`ToolOutput`] (content blocks, `isError`,
+//! optional `meta` and `error`) and never panics on bad input: invalid JSON
+//! or schema violations become error results naming the parameter.
+//! Tools append session events (`job/*`, `todo/write`, `approval/*`)
+//! through the agent's [`ToolHost`]. Per-session state (files read, jobs,
+//! todo list, persistent shell) lives in [`SessionTools`].
+//!
+//! `bash` commands run confined by Landlock: the runtime executable is
+//! re-executed as a launcher (`dsh __sandbox-exec …`, see
+//! [`sandbox_exec_main`]) that restricts itself and then becomes
+//! `bash`. Modes the kernel cannot enforce fail closed.
+
+mod approval;
+mod args;
+mod config;
+mod context;
+mod host;
+mod html;
+mod jobs;
+mod mode;
+mod output;
+mod paths;
+mod sandbox;
+mod session;
+mod shell;
+mod todo;
+mod tools;
+mod toolset;
+mod write_guard;
+
+pub use config::{DEFAULT_BASH_TIMEOUT, DEFAULT_SHELL_TIMEOUT, DEFAULT_WEB_TIMEOUT, ToolsConfig};
+pub use context::ToolContext;
+pub use dsh_llm::ToolSpec;
+pub use host::{NullHost, ToolHost};
+pub use jobs::render::OUTPUT_DISPLAY_LIMIT;
+pub use mode::{ParsePermissionModeError, PermissionMode};
+pub use output::{ToolError, ToolOutput, text_block, unknown_tool};
+pub use sandbox::{
+    LandlockSupport, Launcher, MIN_LANDLOCK_ABI, SANDBOX_EXEC_ARG, SandboxConfig, SandboxProbe,
+    sandbox_exec_main, sandbox_exec_with,
+};
+pub use session::SessionTools;
+pub use todo::{Todo, TodoStatus};
+pub use tokio_util::sync::CancellationToken;
+pub use toolset::{Tool, ToolFuture, ToolSet};
+
+use std::sync::Arc;
+
+/// The tools of the `sdk` profile that this crate implements: `bash`,
+/// `edit`, `glob`, `grep`, `job_kill`, `job_list`, `job_output`, `read`,
+/// `read_image`, `todo_write`, `web_fetch` and `write`.
+pub fn sdk_tools(config: ToolsConfig) -> ToolSet {
+    let config = Arc::new(config);
+    let mut set = ToolSet::new();
+    set.insert(Arc::new(tools::bash::Bash::new(config.clone())));
+    set.insert(Arc::new(tools::edit::Edit::new()));
+    set.insert(Arc::new(tools::glob::Glob::new()));
+    set.insert(Arc::new(tools::grep::Grep::new()));
+    set.insert(Arc::new(tools::jobs::JobKill::new()));
+    set.insert(Arc::new(tools::jobs::JobList::new()));
+    set.insert(Arc::new(tools::jobs::JobOutput::new()));
+    set.insert(Arc::new(tools::read::Read::new()));
+    set.insert(Arc::new(tools::read_image::ReadImage::new()));
+    set.insert(Arc::new(tools::todo_write::TodoWrite::new()));
+    set.insert(Arc::new(tools::web_fetch::WebFetch::new(config)));
+    set.insert(Arc::new(tools::write::Write::new()));
+    set
+}
+
+/// The tools of the `sdk-minimal` profile that this crate implements: a
+/// persistent `bash` taking only `command`, and `read_image`.
+pub fn sdk_minimal_tools(config: ToolsConfig) -> ToolSet {
+    let config = Arc::new(config);
+    let mut set = ToolSet::new();
+    set.insert(Arc::new(tools::shell::PersistentBash::new(config)));
+    set.insert(Arc::new(tools::read_image::ReadImage::new()));
+    set
+}

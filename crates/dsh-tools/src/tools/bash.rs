@@ -1,0 +1,199 @@
+//! `bash` (sdk profile): one fresh `bash -c` per call, run as a session job
+//! inside the sandbox.
+
+use super::{boolean, justification, number, sandbox_permissions, spec, string};
+use crate::approval::check_escalation;
+use crate::jobs::{self, Job, JobEnd, Outcome, render::render};
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, ToolsConfig, args, paths};
+use dsh_llm::ToolSpec;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest foreground wait a call may ask for with `timeoutMs`.
+const MAX_TIMEOUT_MS: f64 = 600_000.0;
+
+const DESCRIPTION: &str = "Run a shell command with bash in a fresh process (no state carries over between calls; use workdir instead of cd). The command runs inside the session's file-system sandbox with stdin closed. The result holds stdout, then a [stderr] section if anything was written there, then status lines such as [exit code: N] for a non-zero exit. A non-zero exit is reported, not treated as a tool failure. Output longer than 30000 bytes keeps its end and names a file holding all of it. A command still running when timeoutMs (default 60000) expires keeps running as a background job whose id is returned; check it with job_output and stop it with job_kill. Set run_in_background for servers and other long-lived commands.";
+
+#[derive(Deserialize)]
+struct Args {
+    command: String,
+    #[serde(rename = "timeoutMs")]
+    timeout_ms: Option<f64>,
+    workdir: Option<String>,
+    run_in_background: Option<bool>,
+    sandbox_permissions: Option<String>,
+    justification: Option<String>,
+}
+
+/// The sdk `bash` tool.
+pub(crate) struct Bash {
+    spec: ToolSpec,
+    config: Arc<ToolsConfig>,
+}
+
+impl Bash {
+    pub(crate) fn new(config: Arc<ToolsConfig>) -> Self {
+        let spec = spec(
+            "bash",
+            DESCRIPTION,
+            vec![
+                (
+                    "description",
+                    string(
+                        "A few words saying what the command does, for the people following along.",
+                    ),
+                ),
+                ("command", string("The command line to run with bash -c.")),
+                (
+                    "timeoutMs",
+                    number(
+                        "How long to wait for the command, in milliseconds, before moving it to the background (default 60000, at most 600000).",
+                    ),
+                ),
+                (
+                    "workdir",
+                    string(
+                        "Directory to run in, absolute or relative to the current working directory. Defaults to the current working directory.",
+                    ),
+                ),
+                (
+                    "run_in_background",
+                    boolean(
+                        "Start the command as a background job and return its id at once, without waiting for any output.",
+                    ),
+                ),
+                ("sandbox_permissions", sandbox_permissions()),
+                ("justification", justification()),
+            ],
+            &["description", "command"],
+        );
+        Self { spec, config }
+    }
+
+    async fn call(&self, args: Args, ctx: ToolContext) -> ToolOutput {
+        if let Some(declined) = check_escalation(
+            &ctx,
+            "bash",
+            args.sandbox_permissions.as_deref(),
+            args.justification.as_deref(),
+        ) {
+            return declined;
+        }
+        if args.command.trim().is_empty() {
+            return ToolOutput::failure("Error: the command is empty.");
+        }
+        if ctx.state.is_shut_down() {
+            return ToolOutput::failure(
+                "Error: the session is shutting down; no new commands can start.",
+            );
+        }
+        let timeout = match args.timeout_ms {
+            None => self.config.bash_timeout,
+            Some(ms) if ms.is_finite() && ms > 0.0 => {
+                Duration::from_millis(ms.min(MAX_TIMEOUT_MS).round().max(1.0) as u64)
+            }
+            Some(ms) => {
+                return ToolOutput::failure(format!(
+                    "Error: invalid arguments for bash: parameter \"timeoutMs\" must be a positive number of milliseconds, got {ms}."
+                ));
+            }
+        };
+        let cwd = match &args.workdir {
+            Some(dir) => paths::resolve(&ctx.cwd, dir),
+            None => ctx.cwd.clone(),
+        };
+        if !cwd.is_dir() {
+            return ToolOutput::failure(format!(
+                "Error: the working directory {} does not exist or is not a directory.",
+                cwd.display()
+            ));
+        }
+        let meta = json!({"cwd": paths::display(&cwd)});
+        let job = Job::new(
+            &args.command,
+            &ctx.session_id,
+            &ctx.call_id,
+            cwd,
+            ctx.mode,
+            self.config.spill_dir.clone(),
+        );
+        ctx.state.add_job(job.clone());
+        ctx.host.emit("job/registered", job.registered_data());
+        let started = self.config.sandbox.check(ctx.mode).and_then(|()| {
+            jobs::start(
+                &job,
+                &self.config.sandbox,
+                &ctx.workspace,
+                &args.command,
+                ctx.host.clone(),
+            )
+        });
+        if let Err(text) = started {
+            job.finish(Outcome::Failed(text.clone()), ctx.host.as_ref());
+            return ToolOutput::failure(format!("Error: {text}"));
+        }
+        if args.run_in_background == Some(true) {
+            return ToolOutput::text(format!(
+                "Started background job {}. Read its output with job_output and stop it with job_kill.",
+                job.id
+            ))
+            .with_meta(with_job(meta, &job.id));
+        }
+        tokio::select! {
+            end = job.wait(None) => finished(&job, end, meta),
+            () = tokio::time::sleep(timeout) => {
+                let note = format!(
+                    "[still running after {}ms; moved to background job {}]",
+                    timeout.as_millis(),
+                    job.id
+                );
+                ToolOutput::text(render(&job, None, &[note])).with_meta(with_job(meta, &job.id))
+            }
+            () = ctx.cancel.cancelled() => {
+                job.kill("cancelled");
+                let end = job.wait(None).await;
+                let mut out = finished(&job, end, meta);
+                out.is_error = true;
+                out
+            }
+        }
+    }
+}
+
+/// The result of a call whose job has ended.
+pub(crate) fn finished(job: &Job, end: Option<JobEnd>, meta: serde_json::Value) -> ToolOutput {
+    match end.map(|end| end.outcome) {
+        Some(Outcome::Failed(text)) => ToolOutput::failure(format!("Error: {text}")),
+        Some(outcome) => ToolOutput::text(render(job, Some(&outcome), &[])).with_meta(meta),
+        None => ToolOutput::failure("Error: lost track of the command."),
+    }
+}
+
+fn with_job(mut meta: serde_json::Value, id: &str) -> serde_json::Value {
+    if let Some(map) = meta.as_object_mut() {
+        map.insert("jobId".into(), json!(id));
+    }
+    meta
+}
+
+impl Tool for Bash {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn parallel(&self) -> bool {
+        false
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<Args>(&self.spec, arguments);
+        Box::pin(async move {
+            match parsed {
+                Ok(args) => self.call(args, ctx).await,
+                Err(out) => out.into(),
+            }
+        })
+    }
+}

@@ -1,0 +1,153 @@
+//! `edit`: literal search-and-replace in a text file.
+
+use super::{boolean, justification, sandbox_permissions, spec, string};
+use crate::approval::check_escalation;
+use crate::write_guard::{check_mode, check_read_first};
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use dsh_llm::ToolSpec;
+use serde::Deserialize;
+use serde_json::json;
+use std::path::Path;
+
+const DESCRIPTION: &str = "Change part of a text file by replacing an exact piece of text. old_string is matched literally, including whitespace and indentation, and must occur exactly once unless replace_all is set; include enough surrounding lines to make it unique. The file must have been read with read in this session first. Writes are limited by the session's sandbox mode.";
+
+#[derive(Deserialize)]
+struct Args {
+    file_path: String,
+    old_string: String,
+    new_string: String,
+    replace_all: Option<bool>,
+    sandbox_permissions: Option<String>,
+    justification: Option<String>,
+}
+
+/// The `edit` tool.
+pub(crate) struct Edit {
+    spec: ToolSpec,
+}
+
+impl Edit {
+    pub(crate) fn new() -> Self {
+        Self {
+            spec: spec(
+                "edit",
+                DESCRIPTION,
+                vec![
+                    (
+                        "file_path",
+                        string(
+                            "The file to change, absolute or relative to the current working directory.",
+                        ),
+                    ),
+                    ("old_string", string("The exact text to replace.")),
+                    (
+                        "new_string",
+                        string("The text to put in its place; must differ from old_string."),
+                    ),
+                    (
+                        "replace_all",
+                        boolean(
+                            "Replace every occurrence of old_string instead of requiring exactly one (default false).",
+                        ),
+                    ),
+                    ("sandbox_permissions", sandbox_permissions()),
+                    ("justification", justification()),
+                ],
+                &["file_path", "old_string", "new_string"],
+            ),
+        }
+    }
+}
+
+impl Tool for Edit {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn parallel(&self) -> bool {
+        false
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<Args>(&self.spec, arguments);
+        Box::pin(async move {
+            let a = match parsed {
+                Ok(a) => a,
+                Err(out) => return out.into(),
+            };
+            if let Some(declined) = check_escalation(
+                &ctx,
+                "edit",
+                a.sandbox_permissions.as_deref(),
+                a.justification.as_deref(),
+            ) {
+                return declined;
+            }
+            let path = paths::resolve(&ctx.cwd, &a.file_path);
+            let task = tokio::task::spawn_blocking(move || edit_file(&ctx, &path, &a));
+            task.await.unwrap_or_else(|err| {
+                ToolOutput::failure(format!("Error: editing the file failed: {err}"))
+            })
+        })
+    }
+}
+
+fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
+    let shown = path.display();
+    if a.old_string.is_empty() {
+        return ToolOutput::failure(
+            "Error: old_string is empty. Give the exact text to replace; to create a file use write.",
+        );
+    }
+    if a.old_string == a.new_string {
+        return ToolOutput::failure(
+            "Error: old_string and new_string are identical, so the edit would change nothing.",
+        );
+    }
+    if let Err(out) = check_mode(ctx, path) {
+        return out.into();
+    }
+    if !path.is_file() {
+        return ToolOutput::failure(format!(
+            "Error: {shown} does not exist or is not a file. Use write to create a file."
+        ));
+    }
+    if let Err(out) = check_read_first(ctx, path) {
+        return out.into();
+    }
+    let content = match std::fs::read(path).map(String::from_utf8) {
+        Ok(Ok(content)) => content,
+        Ok(Err(_)) => {
+            return ToolOutput::failure(format!(
+                "Error: {shown} is not valid UTF-8 text; edit only changes text files."
+            ));
+        }
+        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    };
+    let count = content.matches(a.old_string.as_str()).count();
+    let replace_all = a.replace_all == Some(true);
+    if count == 0 {
+        return ToolOutput::failure(format!(
+            "Error: old_string was not found in {shown}. It must match the file exactly, including whitespace; read the file again to copy the current text."
+        ));
+    }
+    if count > 1 && !replace_all {
+        return ToolOutput::failure(format!(
+            "Error: old_string occurs {count} times in {shown}. Include more surrounding text to pick one occurrence, or set replace_all to replace all {count}."
+        ));
+    }
+    let updated = content.replace(a.old_string.as_str(), &a.new_string);
+    if let Err(err) = std::fs::write(path, updated) {
+        return ToolOutput::failure(format!("Error: cannot write {shown}: {err}"));
+    }
+    ctx.state.mark_seen(path);
+    let noun = if count == 1 {
+        "occurrence"
+    } else {
+        "occurrences"
+    };
+    ToolOutput::text(format!("Edited {shown}: replaced {count} {noun}.")).with_meta(json!({
+        "path": paths::display(path),
+        "replacements": count,
+    }))
+}

@@ -1,0 +1,214 @@
+//! `grep`: regular-expression search through file contents.
+
+use super::{spec, string};
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use dsh_llm::ToolSpec;
+use globset::{GlobBuilder, GlobMatcher};
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{BinaryDetection, SearcherBuilder, sinks::Lossy};
+use serde::Deserialize;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Most matching lines reported in one result.
+pub(crate) const GREP_LIMIT: usize = 250;
+
+/// Characters kept of a matching line.
+const MAX_LINE_CHARS: usize = 500;
+
+const DESCRIPTION: &str = "Search file contents with a regular expression (Rust regex syntax, like ripgrep: \\b, \\d, (?i) for case-insensitive, escape literal braces and dots). Searches a file, or every file under a directory except those excluded by .gitignore/.ignore files, the .git directory and binary files. Results are grouped by file in path order: the file's absolute path followed by a colon, then its matching lines as \"  N: text\". At most 250 matching lines are returned.";
+
+#[derive(Deserialize)]
+struct Args {
+    pattern: String,
+    path: Option<String>,
+    include: Option<String>,
+}
+
+/// The `grep` tool.
+pub(crate) struct Grep {
+    spec: ToolSpec,
+}
+
+impl Grep {
+    pub(crate) fn new() -> Self {
+        Self {
+            spec: spec(
+                "grep",
+                DESCRIPTION,
+                vec![
+                    ("pattern", string("The regular expression to look for.")),
+                    (
+                        "path",
+                        string(
+                            "The file or directory to search, absolute or relative to the current working directory. Defaults to the current working directory.",
+                        ),
+                    ),
+                    (
+                        "include",
+                        string(
+                            "Only search files matching this glob, e.g. \"*.rs\" or \"*.{ts,tsx}\". A glob without / is matched against file names, one with / against paths relative to the search directory.",
+                        ),
+                    ),
+                ],
+                &["pattern"],
+            ),
+        }
+    }
+}
+
+impl Tool for Grep {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn parallel(&self) -> bool {
+        true
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<Args>(&self.spec, arguments);
+        Box::pin(async move {
+            let a = match parsed {
+                Ok(a) => a,
+                Err(out) => return out.into(),
+            };
+            let root = match &a.path {
+                Some(path) => paths::resolve(&ctx.cwd, path),
+                None => ctx.cwd.clone(),
+            };
+            let task =
+                tokio::task::spawn_blocking(move || grep(&root, &a.pattern, a.include.as_deref()));
+            task.await.unwrap_or_else(|err| {
+                ToolOutput::failure(format!("Error: the search failed: {err}"))
+            })
+        })
+    }
+}
+
+/// Which files `include` admits.
+struct Include {
+    matcher: GlobMatcher,
+    by_path: bool,
+}
+
+impl Include {
+    fn admits(&self, root: &Path, path: &Path) -> bool {
+        if self.by_path {
+            path.strip_prefix(root)
+                .is_ok_and(|rel| self.matcher.is_match(rel))
+        } else {
+            path.file_name()
+                .is_some_and(|name| self.matcher.is_match(name))
+        }
+    }
+}
+
+fn grep(root: &Path, pattern: &str, include: Option<&str>) -> ToolOutput {
+    let matcher = match RegexMatcherBuilder::new()
+        .line_terminator(Some(b'\n'))
+        .build(pattern)
+    {
+        Ok(matcher) => matcher,
+        Err(err) => {
+            return ToolOutput::failure(format!("Error: invalid regular expression: {err}"));
+        }
+    };
+    let include = match include.map(str::trim).filter(|glob| !glob.is_empty()) {
+        None => None,
+        Some(glob) => {
+            let by_path = glob.contains('/');
+            match GlobBuilder::new(glob).literal_separator(by_path).build() {
+                Ok(built) => Some(Include {
+                    matcher: built.compile_matcher(),
+                    by_path,
+                }),
+                Err(err) => {
+                    return ToolOutput::failure(format!(
+                        "Error: invalid include glob \"{glob}\": {err}"
+                    ));
+                }
+            }
+        }
+    };
+    if !root.exists() {
+        return ToolOutput::failure(format!("Error: {} does not exist.", root.display()));
+    }
+    let files: Vec<PathBuf> = if root.is_file() {
+        vec![root.to_path_buf()]
+    } else {
+        ignore::WalkBuilder::new(root)
+            .hidden(false)
+            .require_git(false)
+            .filter_entry(|entry| entry.file_name() != ".git")
+            .sort_by_file_path(|a, b| a.cmp(b))
+            .build()
+            .flatten()
+            .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+            .map(|entry| entry.into_path())
+            .filter(|path| include.as_ref().is_none_or(|inc| inc.admits(root, path)))
+            .collect()
+    };
+    let mut searcher = SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(0))
+        .line_number(true)
+        .build();
+    let mut groups: Vec<(PathBuf, Vec<(u64, String)>)> = Vec::new();
+    let mut count = 0usize;
+    let mut more = false;
+    for file in files {
+        let mut hits = Vec::new();
+        let result = searcher.search_path(
+            &matcher,
+            &file,
+            Lossy(|number, line| {
+                if count >= GREP_LIMIT {
+                    more = true;
+                    return Ok(false);
+                }
+                count += 1;
+                hits.push((number, clip(line)));
+                Ok(true)
+            }),
+        );
+        if result.is_ok() && !hits.is_empty() {
+            groups.push((file, hits));
+        }
+        if more {
+            break;
+        }
+    }
+    let meta = json!({"matches": count, "files": groups.len(), "truncated": more});
+    if count == 0 {
+        return ToolOutput::text(format!(
+            "No matches for /{pattern}/ under {}.",
+            root.display()
+        ))
+        .with_meta(meta);
+    }
+    let mut text = if more {
+        format!(
+            "Showing the first {GREP_LIMIT} matches in {} files; more exist. Narrow the pattern, path or include to see the rest.\n",
+            groups.len()
+        )
+    } else {
+        format!("Found {count} matches in {} files.\n", groups.len())
+    };
+    for (file, hits) in &groups {
+        text.push('\n');
+        text.push_str(&format!("{}:\n", file.display()));
+        for (number, line) in hits {
+            text.push_str(&format!("  {number}: {line}\n"));
+        }
+    }
+    ToolOutput::text(text.trim_end().to_owned()).with_meta(meta)
+}
+
+fn clip(line: &str) -> String {
+    let line = line.trim_end_matches(['\n', '\r']);
+    if line.chars().count() <= MAX_LINE_CHARS {
+        return line.to_owned();
+    }
+    let kept: String = line.chars().take(MAX_LINE_CHARS).collect();
+    format!("{kept}…")
+}

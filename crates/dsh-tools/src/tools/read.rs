@@ -1,0 +1,183 @@
+//! `read`: numbered lines of a text file.
+
+use super::{number, spec, string};
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use dsh_llm::ToolSpec;
+use serde::Deserialize;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// Lines returned when the call gives no `limit`.
+const DEFAULT_LIMIT: u64 = 2000;
+
+/// Characters kept of one line; the rest is cut with a note.
+const MAX_LINE_CHARS: usize = 2000;
+
+/// Files larger than this are refused (read them in pieces with bash).
+const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+const DESCRIPTION: &str = "Read a text file and return its lines numbered from 1, as \"N: text\". Reads up to 2000 lines from the start by default; use offset and limit to page through longer files (the footer says where to continue). Lines longer than 2000 characters are cut. Directories, binary files and images are refused (use read_image for pictures). Reading a file is required before changing it with write or edit.";
+
+#[derive(Deserialize)]
+struct Args {
+    file_path: String,
+    offset: Option<f64>,
+    limit: Option<f64>,
+}
+
+/// The `read` tool.
+pub(crate) struct Read {
+    spec: ToolSpec,
+}
+
+impl Read {
+    pub(crate) fn new() -> Self {
+        Self {
+            spec: spec(
+                "read",
+                DESCRIPTION,
+                vec![
+                    (
+                        "file_path",
+                        string(
+                            "The file to read, absolute or relative to the current working directory.",
+                        ),
+                    ),
+                    (
+                        "offset",
+                        number("The line number to start from, counting from 1 (default 1)."),
+                    ),
+                    (
+                        "limit",
+                        number("How many lines to return at most (default 2000)."),
+                    ),
+                ],
+                &["file_path"],
+            ),
+        }
+    }
+}
+
+impl Tool for Read {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn parallel(&self) -> bool {
+        true
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<Args>(&self.spec, arguments).and_then(|a| {
+            let offset = args::whole_number("read", "offset", a.offset, 1, u64::MAX >> 11)?;
+            let limit = args::whole_number("read", "limit", a.limit, 1, u64::MAX >> 11)?;
+            Ok((
+                a.file_path,
+                offset.unwrap_or(1),
+                limit.unwrap_or(DEFAULT_LIMIT),
+            ))
+        });
+        Box::pin(async move {
+            let (file_path, offset, limit) = match parsed {
+                Ok(parsed) => parsed,
+                Err(out) => return out.into(),
+            };
+            let path = paths::resolve(&ctx.cwd, &file_path);
+            let state = ctx.state.clone();
+            let task = tokio::task::spawn_blocking(move || {
+                let out = read_file(path.clone(), offset, limit);
+                if !out.is_error {
+                    state.mark_seen(&path);
+                }
+                out
+            });
+            task.await.unwrap_or_else(|err| {
+                ToolOutput::failure(format!("Error: reading the file failed: {err}"))
+            })
+        })
+    }
+}
+
+fn read_file(path: PathBuf, offset: u64, limit: u64) -> ToolOutput {
+    let shown = path.display();
+    let meta = match std::fs::metadata(&path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return ToolOutput::failure(format!("Error: file not found: {shown}"));
+        }
+        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    };
+    if meta.is_dir() {
+        return ToolOutput::failure(format!(
+            "Error: {shown} is a directory, not a file. List it with bash (ls) or glob."
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return ToolOutput::failure(format!(
+            "Error: {shown} is {} bytes, more than read accepts ({MAX_FILE_BYTES}); inspect it with bash (head, tail, sed -n).",
+            meta.len()
+        ));
+    }
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    };
+    if let Some(kind) = super::read_image::image_type(&bytes) {
+        return ToolOutput::failure(format!(
+            "Error: {shown} is an image ({kind}); use read_image to look at it."
+        ));
+    }
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return ToolOutput::failure(format!(
+            "Error: {shown} looks like a binary file; read only handles text."
+        ));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len() as u64;
+    if offset > 1 && offset > total {
+        return ToolOutput::failure(format!(
+            "Error: offset {offset} is past the end of {shown}, which has {total} lines."
+        ));
+    }
+    let first = offset - 1;
+    let last = total.min(first.saturating_add(limit));
+    let mut body = String::new();
+    let mut meta_lines = Vec::new();
+    for (index, line) in lines
+        .iter()
+        .enumerate()
+        .skip(first as usize)
+        .take((last - first) as usize)
+    {
+        let number = index + 1;
+        let line = clip_line(line);
+        body.push_str(&format!("{number}: {line}\n"));
+        meta_lines.push(json!({"number": number, "text": line}));
+    }
+    let footer = if last < total {
+        format!(
+            "(Showing lines {}-{last} of {total}. Use offset={} to continue.)",
+            first + 1,
+            last + 1
+        )
+    } else {
+        format!("(End of file - total {total} lines)")
+    };
+    let text =
+        format!("<path>{shown}</path>\n<type>file</type>\n<content>\n{body}\n{footer}\n</content>");
+    ToolOutput::text(text).with_meta(json!({
+        "path": paths::display(&path),
+        "offset": offset,
+        "lines": meta_lines,
+        "totalLines": total,
+    }))
+}
+
+fn clip_line(line: &str) -> String {
+    if line.chars().count() <= MAX_LINE_CHARS {
+        return line.to_owned();
+    }
+    let kept: String = line.chars().take(MAX_LINE_CHARS).collect();
+    format!("{kept}… [line cut at {MAX_LINE_CHARS} characters]")
+}

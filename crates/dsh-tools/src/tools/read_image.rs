@@ -1,0 +1,124 @@
+//! `read_image`: a PNG, JPEG, GIF or WebP file as an image block.
+
+use super::{spec, string};
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, output::text_block, paths};
+use base64::Engine;
+use dsh_llm::ToolSpec;
+use serde::Deserialize;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// Largest image accepted.
+pub(crate) const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
+
+const DESCRIPTION: &str = "Look at an image file (PNG, JPEG, GIF or WebP, up to 10 MiB). The picture is attached to the result so you can see it. The type is recognised from the file's content, not its name.";
+
+#[derive(Deserialize)]
+struct Args {
+    file_path: String,
+}
+
+/// The media type of an image recognised by its first bytes.
+pub(crate) fn image_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// The `read_image` tool.
+pub(crate) struct ReadImage {
+    spec: ToolSpec,
+}
+
+impl ReadImage {
+    pub(crate) fn new() -> Self {
+        Self {
+            spec: spec(
+                "read_image",
+                DESCRIPTION,
+                vec![(
+                    "file_path",
+                    string(
+                        "The image file, absolute or relative to the current working directory.",
+                    ),
+                )],
+                &["file_path"],
+            ),
+        }
+    }
+}
+
+impl Tool for ReadImage {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn parallel(&self) -> bool {
+        true
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<Args>(&self.spec, arguments);
+        Box::pin(async move {
+            let a = match parsed {
+                Ok(a) => a,
+                Err(out) => return out.into(),
+            };
+            let path = paths::resolve(&ctx.cwd, &a.file_path);
+            let task = tokio::task::spawn_blocking(move || read_image(path));
+            task.await.unwrap_or_else(|err| {
+                ToolOutput::failure(format!("Error: reading the image failed: {err}"))
+            })
+        })
+    }
+}
+
+fn read_image(path: PathBuf) -> ToolOutput {
+    let shown = path.display();
+    let meta = match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => meta,
+        Ok(_) => return ToolOutput::failure(format!("Error: {shown} is not a file.")),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return ToolOutput::failure(format!("Error: file not found: {shown}"));
+        }
+        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    };
+    if meta.len() > MAX_IMAGE_BYTES {
+        return ToolOutput::failure(format!(
+            "Error: {shown} is {} bytes; images larger than 10 MiB ({MAX_IMAGE_BYTES} bytes) are not accepted.",
+            meta.len()
+        ));
+    }
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    };
+    let Some(media_type) = image_type(&bytes) else {
+        return ToolOutput::failure(format!(
+            "Error: {shown} is not a PNG, JPEG, GIF or WebP image."
+        ));
+    };
+    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    ToolOutput {
+        content: vec![
+            text_block(format!(
+                "Image {shown} ({media_type}, {} bytes):",
+                bytes.len()
+            )),
+            json!({"type": "image", "data": data, "mimeType": media_type}),
+        ],
+        is_error: false,
+        meta: Some(
+            json!({"path": paths::display(&path), "mimeType": media_type, "bytes": bytes.len()}),
+        ),
+        error: None,
+    }
+}

@@ -1,0 +1,81 @@
+//! `todo_write`: replace the session's todo list.
+
+use super::spec;
+use crate::todo::{Todo, TodoStatus};
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args};
+use dsh_llm::ToolSpec;
+use serde::Deserialize;
+use serde_json::json;
+
+const DESCRIPTION: &str = "Keep a todo list for multi-step work. Each call replaces the whole list, so always send every item with its current status: pending, in_progress (normally one item at a time) or completed. Update it as you go so the plan and progress stay visible.";
+
+#[derive(Deserialize)]
+struct Args {
+    todos: Vec<Todo>,
+}
+
+/// The `todo_write` tool.
+pub(crate) struct TodoWrite {
+    spec: ToolSpec,
+}
+
+impl TodoWrite {
+    pub(crate) fn new() -> Self {
+        let items = json!({
+            "type": "array",
+            "description": "The complete todo list, in order.",
+            "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "content": {"type": "string", "description": "What the step is, in a short imperative sentence."},
+                    "status": {
+                        "type": "string",
+                        "description": "Where the step stands.",
+                        "enum": ["pending", "in_progress", "completed"]
+                    }
+                },
+                "required": ["content", "status"]
+            }
+        });
+        Self {
+            spec: spec(
+                "todo_write",
+                DESCRIPTION,
+                vec![("todos", items)],
+                &["todos"],
+            ),
+        }
+    }
+}
+
+impl Tool for TodoWrite {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn parallel(&self) -> bool {
+        false
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<Args>(&self.spec, arguments);
+        Box::pin(async move {
+            let todos = match parsed {
+                Ok(a) => a.todos,
+                Err(out) => return out.into(),
+            };
+            ctx.host.emit("todo/write", json!({"todos": todos}));
+            ctx.state.set_todos(todos.clone());
+            let count = |status: TodoStatus| todos.iter().filter(|t| t.status == status).count();
+            let summary = format!(
+                "Todo list saved: {} items ({} completed, {} in progress, {} pending).",
+                todos.len(),
+                count(TodoStatus::Completed),
+                count(TodoStatus::InProgress),
+                count(TodoStatus::Pending)
+            );
+            ToolOutput::text(summary).with_meta(json!({"todos": todos}))
+        })
+    }
+}

@@ -1,0 +1,238 @@
+//! `web_fetch`: fetch an http(s) URL and return its text.
+
+use super::{spec, string};
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, ToolsConfig, args, html};
+use dsh_llm::ToolSpec;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+
+/// Most bytes of a response body read.
+pub(crate) const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
+
+/// Most characters of text returned.
+const MAX_TEXT_CHARS: usize = 100_000;
+
+/// Most redirects followed.
+const MAX_REDIRECTS: usize = 5;
+
+const DESCRIPTION: &str = "Fetch a web page or other text resource over http or https and return its content as text. HTML is reduced to plain text (scripts, styles and tags removed; links and layout are lost). Up to 5 redirects are followed, the request gives up after 30 seconds, at most 5 MiB is downloaded and 100000 characters returned. Binary content such as images or archives is refused, and so is any answer other than a 2xx success.";
+
+#[derive(Deserialize)]
+struct Args {
+    url: String,
+}
+
+/// The `web_fetch` tool.
+pub(crate) struct WebFetch {
+    spec: ToolSpec,
+    config: Arc<ToolsConfig>,
+}
+
+impl WebFetch {
+    pub(crate) fn new(config: Arc<ToolsConfig>) -> Self {
+        Self {
+            spec: spec(
+                "web_fetch",
+                DESCRIPTION,
+                vec![(
+                    "url",
+                    string("The full http:// or https:// address to fetch."),
+                )],
+                &["url"],
+            ),
+            config,
+        }
+    }
+}
+
+impl Tool for WebFetch {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn parallel(&self) -> bool {
+        true
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<Args>(&self.spec, arguments);
+        Box::pin(async move {
+            let url = match parsed {
+                Ok(a) => a.url,
+                Err(out) => return out.into(),
+            };
+            tokio::select! {
+                out = fetch(&url, &self.config) => out,
+                () = ctx.cancel.cancelled() => ToolOutput::failure("Error: the fetch was cancelled."),
+            }
+        })
+    }
+}
+
+async fn fetch(url: &str, config: &ToolsConfig) -> ToolOutput {
+    let trimmed = url.trim();
+    let parsed = match reqwest::Url::parse(trimmed) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            return ToolOutput::failure(format!("Error: \"{trimmed}\" is not a valid URL: {err}."));
+        }
+    };
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return ToolOutput::failure(format!(
+            "Error: only http and https URLs can be fetched, not {}:.",
+            parsed.scheme()
+        ));
+    }
+    // Installing the process-wide crypto provider fails harmlessly when one
+    // is already installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = match reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+        .timeout(config.web_timeout)
+        .user_agent(concat!("dsh-tools/", env!("CARGO_PKG_VERSION")))
+        .build()
+    {
+        Ok(client) => client,
+        Err(err) => {
+            return ToolOutput::failure(format!("Error: cannot set up the HTTP client: {err}"));
+        }
+    };
+    let mut response = match client.get(parsed.clone()).send().await {
+        Ok(response) => response,
+        Err(err) => {
+            return ToolOutput::failure(format!(
+                "Error: fetching {trimmed} failed: {}",
+                describe(&err)
+            ));
+        }
+    };
+    let status = response.status();
+    let final_url = response.url().to_string();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let mut body = Vec::new();
+    let mut clipped = false;
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = MAX_BODY_BYTES - body.len();
+                if chunk.len() > room {
+                    body.extend_from_slice(&chunk[..room]);
+                    clipped = true;
+                    break;
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            Err(err) => {
+                return ToolOutput::failure(format!(
+                    "Error: reading the answer from {final_url} failed: {}",
+                    describe(&err)
+                ));
+            }
+        }
+    }
+    let meta = json!({
+        "url": trimmed,
+        "finalUrl": final_url,
+        "status": status.as_u16(),
+        "contentType": content_type,
+        "bytes": body.len(),
+    });
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&body);
+        let snippet: String = text.chars().take(2000).collect();
+        let mut message = format!("Error: {final_url} answered HTTP {status}.");
+        if !snippet.trim().is_empty() {
+            message.push_str(&format!("\n{}", snippet.trim()));
+        }
+        return ToolOutput::failure(message).with_meta(meta);
+    }
+    if !is_textual(&content_type, &body) {
+        return ToolOutput::failure(format!(
+            "Error: {final_url} returned {} content, which is not text.",
+            if content_type.is_empty() {
+                "binary"
+            } else {
+                &content_type
+            }
+        ))
+        .with_meta(meta);
+    }
+    let raw = String::from_utf8_lossy(&body);
+    let text = if html::looks_like_html(&content_type, &raw) {
+        html::to_text(&raw)
+    } else {
+        raw.into_owned()
+    };
+    let total_chars = text.chars().count();
+    let mut shown: String = text.chars().take(MAX_TEXT_CHARS).collect();
+    let mut notes = Vec::new();
+    if clipped {
+        notes.push(format!("[download stopped at {MAX_BODY_BYTES} bytes]"));
+    }
+    if total_chars > MAX_TEXT_CHARS {
+        notes.push(format!(
+            "[content clipped: showing the first {MAX_TEXT_CHARS} of {total_chars} characters]"
+        ));
+    }
+    for note in notes {
+        if !shown.ends_with('\n') {
+            shown.push('\n');
+        }
+        shown.push_str(&note);
+    }
+    let kind = if content_type.is_empty() {
+        "unknown type"
+    } else {
+        &content_type
+    };
+    ToolOutput::text(format!(
+        "Fetched {final_url} (HTTP {}, {kind}):\n\n{shown}",
+        status.as_u16()
+    ))
+    .with_meta(meta)
+}
+
+/// Text, JSON, XML, JavaScript and the like; with no type given, a body
+/// without NUL bytes.
+fn is_textual(content_type: &str, body: &[u8]) -> bool {
+    if content_type.is_empty() {
+        return !body.iter().take(8192).any(|b| *b == 0);
+    }
+    content_type.starts_with("text/")
+        || [
+            "json",
+            "xml",
+            "javascript",
+            "ecmascript",
+            "yaml",
+            "toml",
+            "csv",
+            "x-sh",
+        ]
+        .iter()
+        .any(|kind| content_type.contains(kind))
+}
+
+/// The error with its causes, e.g. `timed out` or `connection refused`.
+fn describe(err: &reqwest::Error) -> String {
+    let mut text = if err.is_timeout() {
+        "the request timed out".to_owned()
+    } else if err.is_redirect() {
+        format!("more than {MAX_REDIRECTS} redirects")
+    } else {
+        err.to_string()
+    };
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}

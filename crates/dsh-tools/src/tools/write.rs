@@ -1,0 +1,117 @@
+//! `write`: create or replace a UTF-8 text file.
+
+use super::{justification, sandbox_permissions, spec, string};
+use crate::approval::check_escalation;
+use crate::write_guard::{check_mode, check_read_first};
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use dsh_llm::ToolSpec;
+use serde::Deserialize;
+use serde_json::json;
+
+const DESCRIPTION: &str = "Create a text file or replace all of its content. Parent directories are created as needed. An existing file must have been read with read in this session first, and must not have changed since. Prefer edit for changing part of a file. Writes are limited by the session's sandbox mode.";
+
+#[derive(Deserialize)]
+struct Args {
+    file_path: String,
+    content: String,
+    sandbox_permissions: Option<String>,
+    justification: Option<String>,
+}
+
+/// The `write` tool.
+pub(crate) struct Write {
+    spec: ToolSpec,
+}
+
+impl Write {
+    pub(crate) fn new() -> Self {
+        Self {
+            spec: spec(
+                "write",
+                DESCRIPTION,
+                vec![
+                    (
+                        "file_path",
+                        string(
+                            "The file to write, absolute or relative to the current working directory.",
+                        ),
+                    ),
+                    ("content", string("The complete new content of the file.")),
+                    ("sandbox_permissions", sandbox_permissions()),
+                    ("justification", justification()),
+                ],
+                &["file_path", "content"],
+            ),
+        }
+    }
+}
+
+impl Tool for Write {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn parallel(&self) -> bool {
+        false
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<Args>(&self.spec, arguments);
+        Box::pin(async move {
+            let a = match parsed {
+                Ok(a) => a,
+                Err(out) => return out.into(),
+            };
+            if let Some(declined) = check_escalation(
+                &ctx,
+                "write",
+                a.sandbox_permissions.as_deref(),
+                a.justification.as_deref(),
+            ) {
+                return declined;
+            }
+            let path = paths::resolve(&ctx.cwd, &a.file_path);
+            let task = tokio::task::spawn_blocking(move || write_file(&ctx, &path, &a.content));
+            task.await.unwrap_or_else(|err| {
+                ToolOutput::failure(format!("Error: writing the file failed: {err}"))
+            })
+        })
+    }
+}
+
+fn write_file(ctx: &ToolContext, path: &std::path::Path, content: &str) -> ToolOutput {
+    if let Err(out) = check_mode(ctx, path) {
+        return out.into();
+    }
+    let shown = path.display();
+    if path.is_dir() {
+        return ToolOutput::failure(format!("Error: {shown} is a directory."));
+    }
+    if let Err(out) = check_read_first(ctx, path) {
+        return out.into();
+    }
+    let created = !path.exists();
+    if let Some(parent) = path.parent()
+        && let Err(err) = std::fs::create_dir_all(parent)
+    {
+        return ToolOutput::failure(format!(
+            "Error: cannot create the directory {}: {err}",
+            parent.display()
+        ));
+    }
+    if let Err(err) = std::fs::write(path, content) {
+        return ToolOutput::failure(format!("Error: cannot write {shown}: {err}"));
+    }
+    ctx.state.mark_seen(path);
+    let bytes = content.len();
+    let text = if created {
+        format!("Created {shown} ({bytes} bytes).")
+    } else {
+        format!("Replaced the content of {shown} ({bytes} bytes).")
+    };
+    ToolOutput::text(text).with_meta(json!({
+        "path": paths::display(path),
+        "bytes": bytes,
+        "created": created,
+    }))
+}

@@ -1,0 +1,227 @@
+//! The Landlock sandbox of `bash`: denials per mode, full access, and the
+//! fail-closed paths on both sides of the launcher.
+
+use crate::common::{Fixture, launcher_path, ok, scratch_dir, text};
+use dsh_tools::{LandlockSupport, Launcher, PermissionMode, SandboxConfig};
+use std::sync::Arc;
+
+fn landlock_enforced() -> bool {
+    LandlockSupport::detect().is_sufficient()
+}
+
+#[tokio::test]
+async fn kernel_support_is_detected() {
+    let support = LandlockSupport::detect();
+    eprintln!("Landlock ABI detected: {}", support.abi);
+    assert_eq!(support, LandlockSupport::detect(), "probe is stable");
+}
+
+#[tokio::test]
+async fn workspace_write_allows_the_workspace_and_denies_elsewhere() {
+    if !landlock_enforced() {
+        eprintln!("skipped: the kernel cannot enforce the sandbox");
+        return;
+    }
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let outside = scratch_dir();
+    let target = outside.path().join("escape.txt");
+    let out = fx
+        .bash(&format!("echo x > '{}'", target.display()), "")
+        .await;
+    assert!(!out.is_error, "a denied command is an ordinary failure");
+    let body = text(&out);
+    assert!(body.contains("Permission denied"), "{body}");
+    assert!(
+        body.ends_with("[sandbox: file access denied under workspace-write mode]\n[exit code: 1]"),
+        "{body}"
+    );
+    assert!(!target.exists());
+
+    let inside = fx
+        .bash("echo data > inside.txt && cat inside.txt", "")
+        .await;
+    assert_eq!(text(&inside), "data\n");
+    assert_eq!(
+        ok(std::fs::read_to_string(fx.path("inside.txt")), "inside"),
+        "data\n"
+    );
+
+    let tmp = fx
+        .bash(
+            "f=$(mktemp) && echo t > \"$f\" && cat \"$f\" && rm \"$f\"",
+            "",
+        )
+        .await;
+    assert_eq!(text(&tmp), "t\n", "temporary files stay writable");
+    let null = fx.bash("echo gone > /dev/null && echo ok", "").await;
+    assert_eq!(text(&null), "ok\n");
+}
+
+#[tokio::test]
+async fn read_only_denies_every_write_but_reads() {
+    if !landlock_enforced() {
+        eprintln!("skipped: the kernel cannot enforce the sandbox");
+        return;
+    }
+    let fx = Fixture::new(PermissionMode::ReadOnly);
+    fx.write_file("notes.txt", "readable\n");
+    assert_eq!(text(&fx.bash("cat notes.txt", "").await), "readable\n");
+    let out = fx.bash("echo x > new.txt", "").await;
+    assert!(
+        text(&out).ends_with("[sandbox: file access denied under read-only mode]\n[exit code: 1]"),
+        "{}",
+        text(&out)
+    );
+    assert!(!fx.path("new.txt").exists());
+    let trunc = fx.bash("truncate -s 0 notes.txt", "").await;
+    assert!(
+        text(&trunc).contains("[sandbox: file access denied"),
+        "{}",
+        text(&trunc)
+    );
+    assert_eq!(
+        ok(std::fs::read_to_string(fx.path("notes.txt")), "notes"),
+        "readable\n"
+    );
+    assert_eq!(text(&fx.bash("echo ok 2>/dev/null", "").await), "ok\n");
+}
+
+#[tokio::test]
+async fn full_access_is_unrestricted() {
+    let fx = Fixture::with(PermissionMode::DangerFullAccess, |config| {
+        config.with_sandbox(
+            SandboxConfig::with_launcher(Launcher::new(launcher_path()))
+                .with_probe(Arc::new(LandlockSupport::unavailable)),
+        )
+    });
+    let outside = scratch_dir();
+    let target = outside.path().join("free.txt");
+    let out = fx
+        .bash(
+            &format!(
+                "echo free > '{}' && cat '{}'",
+                target.display(),
+                target.display()
+            ),
+            "",
+        )
+        .await;
+    assert_eq!(text(&out), "free\n");
+    assert!(target.exists());
+}
+
+#[tokio::test]
+async fn missing_kernel_support_fails_closed_before_spawning() {
+    let fx = Fixture::with(PermissionMode::WorkspaceWrite, |config| {
+        config.with_sandbox(
+            SandboxConfig::with_launcher(Launcher::new(launcher_path()))
+                .with_probe(Arc::new(LandlockSupport::unavailable)),
+        )
+    });
+    let out = fx.bash("echo ran > ran.txt", "").await;
+    assert!(out.is_error);
+    assert_eq!(out.meta, None);
+    assert_eq!(out.error, None);
+    let body = text(&out);
+    assert!(
+        body.starts_with(
+            "Error: sandbox mode \"workspace-write\" is in force but cannot be enforced here"
+        ),
+        "{body}"
+    );
+    assert!(!fx.path("ran.txt").exists());
+    let settled = fx.host.of_kind("job/settled");
+    assert_eq!(fx.host.kinds(), ["job/registered", "job/settled"]);
+    assert_eq!(settled[0]["status"], "failed");
+    assert_eq!(settled[0]["detail"].as_str(), body.strip_prefix("Error: "));
+}
+
+#[tokio::test]
+async fn launcher_refuses_when_its_own_probe_fails() {
+    for (abi, expected) in [
+        (0u8, "Landlock is not available"),
+        (2, "offers Landlock ABI 2"),
+    ] {
+        // The launcher re-checks the kernel itself; here its probe is told
+        // Landlock is missing while the tool-side probe says all is well.
+        let launcher = Launcher {
+            program: "/usr/bin/env".into(),
+            args: vec![
+                format!("DSH_TEST_LANDLOCK_ABI={abi}").into(),
+                launcher_path().into_os_string(),
+                "__sandbox-exec".into(),
+            ],
+        };
+        let fx = Fixture::with(PermissionMode::ReadOnly, |config| {
+            config.with_sandbox(
+                SandboxConfig::with_launcher(launcher)
+                    .with_probe(Arc::new(|| LandlockSupport { abi: 7 })),
+            )
+        });
+        let out = fx.bash("echo should-not-run", "").await;
+        assert!(out.is_error);
+        let body = text(&out);
+        assert!(
+            body.starts_with("Error: sandbox mode \"read-only\""),
+            "{body}"
+        );
+        assert!(body.contains(expected), "{body}");
+        assert!(!body.contains("should-not-run"));
+        let settled = fx.host.of_kind("job/settled");
+        assert_eq!(settled[0]["status"], "failed");
+        assert_eq!(settled[0]["detail"].as_str(), body.strip_prefix("Error: "));
+    }
+}
+
+#[tokio::test]
+async fn restricted_modes_need_a_launcher() {
+    let fx = Fixture::with(PermissionMode::WorkspaceWrite, |config| {
+        config.with_sandbox(SandboxConfig {
+            launcher: None,
+            probe: Arc::new(|| LandlockSupport { abi: 7 }),
+        })
+    });
+    let out = fx.bash("echo hi", "").await;
+    assert!(out.is_error);
+    assert!(text(&out).contains("no sandbox launcher is configured"));
+
+    let free = Fixture::with(PermissionMode::DangerFullAccess, |config| {
+        config.with_sandbox(SandboxConfig {
+            launcher: None,
+            probe: Arc::new(LandlockSupport::unavailable),
+        })
+    });
+    assert_eq!(text(&free.bash("echo direct", "").await), "direct\n");
+}
+
+#[test]
+fn launcher_rejects_bad_usage() {
+    let out = ok(
+        std::process::Command::new(launcher_path())
+            .args(["__sandbox-exec", "workspace-write"])
+            .output(),
+        "run launcher",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = ok(
+        std::process::Command::new(launcher_path())
+            .args(["__sandbox-exec", "no-such-mode", "/", "--", "true"])
+            .output(),
+        "run launcher",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("permission mode must be"));
+    let out = ok(
+        std::process::Command::new(launcher_path())
+            .args([
+                "__sandbox-exec",
+                "danger-full-access",
+                "/",
+                "--",
+                "/no/such/program",
+            ])
+            .output(),
+        "run launcher",
+    );
+    assert_eq!(out.status.code(), Some(127));
+}
