@@ -200,7 +200,10 @@ fn prepare_request(
         if let Some(defaults) = defaults {
             header.insert("adapterDefaults".into(), defaults);
         }
-        header.insert("tools".into(), json!(*inner.tools));
+        // The official reader refuses an empty `tools` list: omit it.
+        if !inner.tools.is_empty() {
+            header.insert("tools".into(), json!(*inner.tools));
+        }
         state.event(
             events::REQUEST_HEADER,
             &json!({"header": header, "reason": reason}),

@@ -97,7 +97,8 @@ fn round_trip_in_both_encodings_with_many_batches() {
         }
         let bytes = fs::read(&location.file).unwrap_or_else(|e| panic!("{e}"));
         if encoding == Encoding::Zstd {
-            // One frame per batch, each one standalone.
+            // The header's own frame, then one frame per batch, each one
+            // standalone.
             let mut frames = 0;
             let mut rest = &bytes[..];
             while !rest.is_empty() {
@@ -106,7 +107,13 @@ fn round_trip_in_both_encodings_with_many_batches() {
                 rest = &rest[size..];
                 frames += 1;
             }
-            assert_eq!(frames, batches.len());
+            assert_eq!(frames, batches.len() + 1);
+            let first = zstd::zstd_safe::find_frame_compressed_size(&bytes[..]).unwrap_or(0);
+            let header = zstd::stream::decode_all(&bytes[..first]).unwrap_or_default();
+            assert!(
+                header.starts_with(br#"{"type":"session""#)
+                    && header.iter().filter(|b| **b == b'\n').count() == 1
+            );
             let text = zstd::stream::decode_all(&bytes[..]).unwrap_or_else(|e| panic!("{e}"));
             assert!(text.starts_with(br#"{"type":"session","version":4,"id":"s-1","#));
         } else {

@@ -19,6 +19,26 @@
 //! re-executed as a launcher (`dsh __sandbox-exec …`, see
 //! [`sandbox_exec_main`]) that restricts itself and then becomes
 //! `bash`. Modes the kernel cannot enforce fail closed.
+//!
+//! # Wiring the launcher into a binary
+//!
+//! The binary that builds the tool set (by default [`ToolsConfig::new`]
+//! uses `std::env::current_exe()` as the launcher) must dispatch the
+//! launcher argument first thing in `main`, before any thread, runtime or
+//! stdio redirection is set up:
+//!
+//! ```text
+//! fn main() -> std::process::ExitCode {
+//!     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+//!     if args.get(1).is_some_and(|a| a == dsh_tools::SANDBOX_EXEC_ARG) {
+//!         return dsh_tools::sandbox_exec_main(&args[2..]);
+//!     }
+//!     // … the normal runtime …
+//! }
+//! ```
+//!
+//! `examples/sandbox_exec.rs` is exactly that, and is the launcher the
+//! crate's tests use.
 
 mod approval;
 mod args;

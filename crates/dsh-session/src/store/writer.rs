@@ -368,21 +368,37 @@ impl SessionWriter {
         }
     }
 
-    /// The bytes of one batch as stored.
-    fn encode(&mut self) -> Result<Option<Vec<u8>>, StoreError> {
-        match self.location.encoding {
-            Encoding::Plain => Ok(None),
-            Encoding::Zstd => {
-                let compressor = match &mut self.compressor {
-                    Some(compressor) => compressor,
-                    slot => slot.insert(new_compressor(&self.location.file)?),
-                };
-                compressor
-                    .compress(&self.buf)
-                    .map(Some)
-                    .map_err(|e| StoreError::io("compress a batch for", &self.location.file, e))
-            }
+    /// The bytes of one batch as stored: `None` for plain logs (the buffer
+    /// itself). In zstd logs every batch is one frame, and the header line
+    /// is always a frame of its own (the official reader requires the first
+    /// frame to hold exactly the header line).
+    fn encode(&mut self, header_frame: bool) -> Result<Option<Vec<u8>>, StoreError> {
+        if self.location.encoding == Encoding::Plain {
+            return Ok(None);
         }
+        let split = if header_frame {
+            self.buf
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(self.buf.len(), |i| i + 1)
+        } else {
+            0
+        };
+        let compressor = match &mut self.compressor {
+            Some(compressor) => compressor,
+            slot => slot.insert(new_compressor(&self.location.file)?),
+        };
+        let mut out = Vec::new();
+        for part in [&self.buf[..split], &self.buf[split..]] {
+            if part.is_empty() {
+                continue;
+            }
+            let frame = compressor
+                .compress(part)
+                .map_err(|e| StoreError::io("compress a batch for", &self.location.file, e))?;
+            out.extend_from_slice(&frame);
+        }
+        Ok(Some(out))
     }
 
     /// Creates the session on disk with the buffered header and events.
@@ -413,7 +429,7 @@ impl SessionWriter {
                 id: self.location.id.clone(),
             });
         }
-        let encoded = self.encode()?;
+        let encoded = self.encode(true)?;
         let bytes = encoded.as_deref().unwrap_or(&self.buf);
         let temp = temp_path(&self.location.file);
         let mut file = create_private(&temp)?;
@@ -443,7 +459,7 @@ impl SessionWriter {
 
     /// Appends the buffered batch to the open log.
     fn write_batch(&mut self) -> Result<(), StoreError> {
-        let encoded = self.encode()?;
+        let encoded = self.encode(false)?;
         let bytes = encoded.as_deref().unwrap_or(&self.buf);
         let Sink::Open(log) = &mut self.sink else {
             return Err(self.poisoned());

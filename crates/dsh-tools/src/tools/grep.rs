@@ -188,11 +188,15 @@ fn grep(root: &Path, pattern: &str, include: Option<&str>) -> ToolOutput {
     }
     let mut text = if more {
         format!(
-            "Showing the first {GREP_LIMIT} matches in {} files; more exist. Narrow the pattern, path or include to see the rest.\n",
-            groups.len()
+            "Showing the first {GREP_LIMIT} matches in {}; more exist. Narrow the pattern, path or include to see the rest.\n",
+            plural(groups.len(), "file", "files")
         )
     } else {
-        format!("Found {count} matches in {} files.\n", groups.len())
+        format!(
+            "Found {} in {}.\n",
+            plural(count, "match", "matches"),
+            plural(groups.len(), "file", "files")
+        )
     };
     for (file, hits) in &groups {
         text.push('\n');
@@ -202,6 +206,10 @@ fn grep(root: &Path, pattern: &str, include: Option<&str>) -> ToolOutput {
         }
     }
     ToolOutput::text(text.trim_end().to_owned()).with_meta(meta)
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn clip(line: &str) -> String {

@@ -104,10 +104,7 @@ async fn grep_include_filters_files() {
         &fx.call("grep", "{\"pattern\":\"needle\",\"include\":\"sub/*.rs\"}")
             .await,
     );
-    assert!(
-        by_path.starts_with("Found 1 matches in 1 files."),
-        "{by_path}"
-    );
+    assert!(by_path.starts_with("Found 1 match in 1 file."), "{by_path}");
     assert!(by_path.contains("c.rs:"));
     let single = text(
         &fx.call("grep", "{\"pattern\":\"needle\",\"path\":\"b.txt\"}")
@@ -125,7 +122,7 @@ async fn grep_caps_at_250_matches() {
     let out = fx.call("grep", "{\"pattern\":\"hit\"}").await;
     let body = text(&out);
     assert!(
-        body.starts_with("Showing the first 250 matches in 1 files; more exist."),
+        body.starts_with("Showing the first 250 matches in 1 file; more exist."),
         "{body}"
     );
     assert_eq!(body.lines().filter(|l| l.starts_with("  ")).count(), 250);
