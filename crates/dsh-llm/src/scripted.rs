@@ -3,7 +3,8 @@
 //! * Model `echo` answers every request with the text of the latest user
 //!   prompt in the history.
 //! * Model `<absolute path>` plays a scenario file: one reply per model
-//!   request of a session, in order.
+//!   request of a session, in order (a resumed session continues after the
+//!   replies its history holds).
 //!
 //! A scenario file is YAML (JSON is accepted too):
 //!
@@ -308,7 +309,14 @@ impl ScriptedProvider {
                 let mut next = self.next_reply.lock().map_err(|_| {
                     LlmFailure::new("UNKNOWN", "scripted provider state is poisoned")
                 })?;
-                let index = next.entry(request.session_id.clone()).or_insert(0);
+                // A session this provider has not seen yet (a resumed one)
+                // continues after the replies its history already holds.
+                let answered = request
+                    .messages
+                    .iter()
+                    .filter(|m| matches!(m.as_ref(), Message::Assistant(_)))
+                    .count();
+                let index = next.entry(request.session_id.clone()).or_insert(answered);
                 let reply = scenario.replies.get(*index).cloned();
                 *index += 1;
                 reply.ok_or_else(|| {

@@ -2,6 +2,8 @@
 //! launch environment and `DSH_HOME`.
 
 use crate::cli::Cli;
+use crate::headless::{HEADLESS, HeadlessArgs};
+use clap::Parser;
 use dsh_agent::{PermissionMode, Profile, ProfileKind};
 use dsh_llm::{DEFAULT_IDLE_TIMEOUT, ProviderEnv, ProviderRegistry, RetryPolicy};
 use dsh_server::ServerConfig;
@@ -55,6 +57,9 @@ pub enum LaunchError {
         /// Its value.
         value: String,
     },
+    /// Bad `headless` arguments.
+    #[error("{0}")]
+    Headless(String),
     /// The process cwd is unusable.
     #[error("dsh: cannot determine the current directory: {0}")]
     Cwd(std::io::Error),
@@ -74,6 +79,8 @@ impl LaunchError {
 pub enum Prepared {
     /// Start the runtime.
     Run(Box<Launch>),
+    /// Run one task and exit (`dsh headless …`).
+    Headless(Box<Launch>, HeadlessArgs),
     /// Nothing to run (help was printed).
     Done,
 }
@@ -83,7 +90,10 @@ pub struct Launch {
     profile: Profile,
     providers: ProviderEnv,
     retry: RetryPolicy,
-    process_cwd: PathBuf,
+    /// The runtime process's cwd.
+    pub process_cwd: PathBuf,
+    /// The launch environment (process env, then overlays).
+    env: LaunchEnv,
 }
 
 const APP_HELP: &str = "Usage: dsh --profile <sdk|sdk-minimal> [--patch <file>]...\n\n\
@@ -94,10 +104,24 @@ impl Launch {
     /// Validates the command line, reads the overlays and checks `DSH_HOME`.
     pub fn prepare(cli: &Cli) -> Result<Prepared, LaunchError> {
         let name = cli.profile.as_deref().ok_or(LaunchError::NoProfile)?;
-        if !matches!(name, "sdk" | "sdk-minimal") {
+        if !matches!(name, "sdk" | "sdk-minimal" | HEADLESS) {
             return Err(LaunchError::UnknownProfile(name.to_owned()));
         }
-        if let Some(arg) = cli.app_args.first() {
+        let headless = if name == HEADLESS {
+            match HeadlessArgs::try_parse_from(
+                std::iter::once("dsh headless").chain(cli.app_args.iter().map(String::as_str)),
+            ) {
+                Ok(args) => Some(args),
+                Err(err) if !err.use_stderr() => {
+                    let _ = err.print();
+                    return Ok(Prepared::Done);
+                }
+                Err(err) => return Err(LaunchError::Headless(err.to_string())),
+            }
+        } else {
+            None
+        };
+        if let (None, Some(arg)) = (&headless, cli.app_args.first()) {
             if arg == "-h" || arg == "--help" {
                 print!("{APP_HELP}");
                 return Ok(Prepared::Done);
@@ -109,11 +133,15 @@ impl Launch {
         for patch in &cli.patches {
             env.apply_overlay(&process_cwd.join(patch))?;
         }
-        let Some(home) = env.get("DSH_HOME") else {
-            return Err(LaunchError::NoHome(name.to_owned()));
+        // The SDK profiles never fall back to ~/.dsh; a CLI user of
+        // `headless` expects it.
+        let home = match (env.get("DSH_HOME"), &headless, env.get("HOME")) {
+            (Some(home), _, _) => home,
+            (None, Some(_), Some(user_home)) => format!("{user_home}/.dsh"),
+            (None, _, _) => return Err(LaunchError::NoHome(name.to_owned())),
         };
         let dsh_home = resolve_home(&home, &process_cwd, env.get("HOME").as_deref());
-        let profile = if name == "sdk" {
+        let profile = if name != "sdk-minimal" {
             let mode = match env.get("DSH_PERMISSION_MODE") {
                 Some(mode) => mode.parse().map_err(LaunchError::PermissionMode)?,
                 None => PermissionMode::WorkspaceWrite,
@@ -144,12 +172,27 @@ impl Launch {
             cap_ms: env.millis("DSH_RETRY_MAX_MS")?.unwrap_or(defaults.cap_ms),
             ..defaults
         };
-        Ok(Prepared::Run(Box::new(Self {
+        let launch = Box::new(Self {
             profile,
             providers,
             retry,
             process_cwd,
-        })))
+            env,
+        });
+        Ok(match headless {
+            Some(args) => Prepared::Headless(launch, args),
+            None => Prepared::Run(launch),
+        })
+    }
+
+    /// `DSH_HOME`, absolute.
+    pub fn dsh_home(&self) -> &Path {
+        &self.providers.dsh_home
+    }
+
+    /// A launch-environment variable (blank counts as unset).
+    pub fn var(&self, key: &str) -> Option<String> {
+        self.env.get(key)
     }
 
     /// The server configuration of this launch.

@@ -1,6 +1,7 @@
 //! `dsh`: the DeepSeek Harness SDK runtime as one native binary.
 
 mod cli;
+mod headless;
 mod launch;
 mod stdio;
 
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
     };
     let launch = match launch::Launch::prepare(&cli) {
         Ok(launch::Prepared::Run(launch)) => launch,
+        Ok(launch::Prepared::Headless(launch, args)) => return headless::run(launch, args),
         Ok(launch::Prepared::Done) => return ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("{err}");
