@@ -3,7 +3,8 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dsh_session::store::{
-    Encoding, SessionHeader, SessionReader, SessionStore, SessionWriter, repair_closers, resume_facts,
+    Encoding, SessionHeader, SessionReader, SessionStore, SessionWriter, repair_closers,
+    resume_facts,
 };
 use serde_json::json;
 
@@ -13,7 +14,8 @@ const EVENTS: u64 = 100_000;
 /// claim, step/start, user/message, assistant/message, step/end, turn/end…
 fn write_session(store: &SessionStore) {
     let header = SessionHeader::root("bench-resume", 1, Some("/bench/ws".into()));
-    let mut writer = SessionWriter::create(store, &header, Encoding::Zstd).unwrap_or_else(|e| panic!("{e}"));
+    let mut writer =
+        SessionWriter::create(store, &header, Encoding::Zstd).unwrap_or_else(|e| panic!("{e}"));
     let mut seq = 0u64;
     let mut turn = 0u64;
     while seq < EVENTS {
@@ -22,14 +24,30 @@ fn write_session(store: &SessionStore) {
         let user = json!({"content": [{"type": "text", "text": format!("question {turn}")}], "source": {"kind": "user"}, "role": "user", "id": id});
         let assistant = json!({"role": "assistant", "content": [{"type": "text", "text": format!("answer {turn} with some words to make it realistic")}], "source": {"kind": "model", "provider": "scripted", "model": "echo"}, "id": format!("a-{turn}")});
         let turn_events = [
-            ("agent/inbox/spliced", json!({"target": "next-turn", "start": 0, "inserted": [user.clone()]}), false),
+            (
+                "agent/inbox/spliced",
+                json!({"target": "next-turn", "start": 0, "inserted": [user.clone()]}),
+                false,
+            ),
             ("turn/start", json!({"turn": turn}), false),
-            ("agent/inbox/spliced", json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}), false),
+            (
+                "agent/inbox/spliced",
+                json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
+                false,
+            ),
             ("step/start", json!({"turn": turn, "step": 1}), false),
             ("user/message", user, true),
-            ("assistant/message", json!({"turn": turn, "step": 1, "message": assistant, "stream": []}), true),
+            (
+                "assistant/message",
+                json!({"turn": turn, "step": 1, "message": assistant, "stream": []}),
+                true,
+            ),
             ("step/end", json!({"turn": turn, "step": 1}), false),
-            ("turn/end", json!({"turn": turn, "reason": {"kind": "completed"}}), false),
+            (
+                "turn/end",
+                json!({"turn": turn, "reason": {"kind": "completed"}}),
+                false,
+            ),
         ];
         for (kind, data, surfaced) in turn_events {
             if seq >= EVENTS {
@@ -39,7 +57,9 @@ fn write_session(store: &SessionStore) {
             if surfaced {
                 event["surfaceOp"] = json!("append");
             }
-            writer.append(&event.to_string()).unwrap_or_else(|e| panic!("{e}"));
+            writer
+                .append(&event.to_string())
+                .unwrap_or_else(|e| panic!("{e}"));
             seq += 1;
         }
         if turn % 50 == 0 {

@@ -145,7 +145,6 @@ fn execute(launch: Box<Launch>, args: &HeadlessArgs, out: &mut Output) -> Result
     let completed = client.follow(&session_id, out)?;
     send(client.request("shutdown", Value::Null))?;
     let _ = client.result();
-    drop(send);
     let _ = runtime.block_on(serving);
     runtime.shutdown_background();
     Ok(completed)
