@@ -49,18 +49,18 @@ pub(crate) struct RunResult {
 
 impl Shell {
     /// Starts `bash --noprofile --norc` in `cwd`, in its own process group,
-    /// with stderr folded into stdout.
+    /// with stderr folded into stdout, confined to `mode` (the sdk-minimal
+    /// profile runs `danger-full-access`, so normally unconfined).
     pub(crate) async fn spawn(
         config: &ToolsConfig,
+        mode: PermissionMode,
         cwd: &Path,
         workspace: &Path,
     ) -> std::io::Result<Self> {
-        let (program, args) = config.sandbox.command_line(
-            PermissionMode::DangerFullAccess,
-            workspace,
-            "bash",
-            &["--noprofile", "--norc"],
-        );
+        let (program, args) =
+            config
+                .sandbox
+                .command_line(mode, workspace, "bash", &["--noprofile", "--norc"]);
         let mut child = tokio::process::Command::new(program)
             .args(args)
             .current_dir(cwd)

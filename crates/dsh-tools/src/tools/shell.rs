@@ -46,7 +46,10 @@ impl PersistentBash {
         let mut guard = ctx.state.shell.lock().await;
         let mut notes = Vec::new();
         if guard.is_none() {
-            match Shell::spawn(&self.config, &ctx.cwd, &ctx.workspace).await {
+            if let Err(refusal) = self.config.sandbox.check(ctx.mode) {
+                return ToolOutput::failure(format!("Error: {refusal}"));
+            }
+            match Shell::spawn(&self.config, ctx.mode, &ctx.cwd, &ctx.workspace).await {
                 Ok(shell) => {
                     ctx.state.set_shell_pgid(shell.pgid());
                     *guard = Some(shell);

@@ -104,11 +104,17 @@ impl Fixture {
         Self::build(mode, |config| sdk_tools(adjust(config)))
     }
 
-    /// The sdk-minimal tools with an adjusted configuration.
+    /// The sdk-minimal tools (full access) with an adjusted configuration.
     pub fn minimal(adjust: impl FnOnce(ToolsConfig) -> ToolsConfig) -> Self {
-        Self::build(PermissionMode::DangerFullAccess, |config| {
-            sdk_minimal_tools(adjust(config))
-        })
+        Self::minimal_in(PermissionMode::DangerFullAccess, adjust)
+    }
+
+    /// The sdk-minimal tools in `mode`.
+    pub fn minimal_in(
+        mode: PermissionMode,
+        adjust: impl FnOnce(ToolsConfig) -> ToolsConfig,
+    ) -> Self {
+        Self::build(mode, |config| sdk_minimal_tools(adjust(config)))
     }
 
     fn build(mode: PermissionMode, make: impl FnOnce(ToolsConfig) -> ToolSet) -> Self {

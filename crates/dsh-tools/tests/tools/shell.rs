@@ -1,6 +1,8 @@
 //! The persistent `bash` of sdk-minimal.
 
-use crate::common::{Fixture, js, live_processes, some, text, wait_until};
+use crate::common::{Fixture, js, launcher_path, live_processes, some, text, wait_until};
+use dsh_tools::{LandlockSupport, Launcher, PermissionMode, SandboxConfig};
+use std::sync::Arc;
 use std::time::Duration;
 
 fn cmd(command: &str) -> String {
@@ -133,4 +135,23 @@ async fn shutdown_kills_the_shell_and_its_children() {
     wait_until("sleep gone", || live_processes("7782.5").is_empty()).await;
     let refused = fx.call("bash", &cmd("echo late")).await;
     assert!(refused.is_error);
+}
+
+#[tokio::test]
+async fn a_restricted_mode_confines_the_shell_or_refuses() {
+    if LandlockSupport::detect().is_sufficient() {
+        let fx = Fixture::minimal_in(PermissionMode::ReadOnly, |c| c);
+        let out = fx.call("bash", &cmd("echo x > denied.txt")).await;
+        assert!(text(&out).contains("Permission denied"), "{}", text(&out));
+        assert!(!fx.path("denied.txt").exists());
+    }
+    let fx = Fixture::minimal_in(PermissionMode::WorkspaceWrite, |c| {
+        c.with_sandbox(
+            SandboxConfig::with_launcher(Launcher::new(launcher_path()))
+                .with_probe(Arc::new(LandlockSupport::unavailable)),
+        )
+    });
+    let out = fx.call("bash", &cmd("echo never")).await;
+    assert!(out.is_error);
+    assert!(text(&out).starts_with("Error: sandbox mode \"workspace-write\""));
 }
