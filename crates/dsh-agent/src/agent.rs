@@ -1,9 +1,11 @@
 use crate::profile::Profile;
 use crate::state::State;
+use crate::tools::{self, AgentHost};
 use crate::turn;
 use dsh_llm::{Provider, RetryPolicy, Route, ToolSpec};
 use dsh_session::store::ResumeFacts;
 use dsh_session::{EventLog, Message, SystemMessage, UserMessage, events, text_of};
+use dsh_tools::{CancellationToken, SessionTools, ToolHost, ToolSet};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,6 +30,8 @@ pub struct AgentConfig {
     /// The session's event log: its observer receives events and status
     /// transitions, its writer (if any) persists them.
     pub log: EventLog,
+    /// The profile's tool library (shared by every agent of the process).
+    pub tools: Arc<ToolSet>,
 }
 
 /// How the session comes to be.
@@ -47,7 +51,16 @@ pub(crate) struct Inner {
     pub provider: Arc<dyn Provider>,
     pub retry: RetryPolicy,
     pub workspace: PathBuf,
-    pub tools: Arc<Vec<ToolSpec>>,
+    /// The tool library.
+    pub tools: Arc<ToolSet>,
+    /// What the model is told it may call.
+    pub specs: Arc<Vec<ToolSpec>>,
+    /// Per-session tool state: files read, jobs, todos, persistent shell.
+    pub session_tools: Arc<SessionTools>,
+    /// Where tools append events.
+    pub host: Arc<dyn ToolHost>,
+    /// Cancelled when the agent is disposed; running tools stop.
+    pub cancel: CancellationToken,
     state: Mutex<State>,
     wake: Notify,
 }
@@ -93,14 +106,19 @@ impl Agent {
             }
             Start::Resumed(facts) => restore(&mut state, *facts),
         }
-        let inner = Arc::new(Inner {
+        let specs = Arc::new(tools::specs(&config.tools));
+        let inner = Arc::new_cyclic(|weak| Inner {
             id: config.session_id,
             profile,
             route: config.route,
             provider: config.provider,
             retry: config.retry,
             workspace: config.workspace,
-            tools: Arc::new(Vec::new()),
+            tools: config.tools,
+            specs,
+            session_tools: Arc::new(SessionTools::new()),
+            host: Arc::new(AgentHost(weak.clone())),
+            cancel: CancellationToken::new(),
             state: Mutex::new(state),
             wake: Notify::new(),
         });
@@ -155,6 +173,8 @@ impl Agent {
     /// log is synced to stable storage. Call with notifications muted.
     pub fn dispose(&self) {
         self.task.abort();
+        self.inner.cancel.cancel();
+        self.inner.session_tools.shutdown();
         let mut state = self.inner.state();
         state.dispose();
         state.log.sync();
@@ -168,6 +188,8 @@ impl Agent {
 impl Drop for Agent {
     fn drop(&mut self) {
         self.task.abort();
+        self.inner.cancel.cancel();
+        self.inner.session_tools.shutdown();
     }
 }
 

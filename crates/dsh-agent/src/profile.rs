@@ -1,49 +1,5 @@
 use crate::prose;
-use std::fmt;
-use std::str::FromStr;
-
-/// File-system permission mode (`DSH_PERMISSION_MODE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PermissionMode {
-    /// No writes.
-    ReadOnly,
-    /// Writes inside the workspace (the session's `cwd`) only.
-    WorkspaceWrite,
-    /// No file-system restriction.
-    DangerFullAccess,
-}
-
-impl PermissionMode {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::WorkspaceWrite => "workspace-write",
-            Self::DangerFullAccess => "danger-full-access",
-        }
-    }
-}
-
-impl fmt::Display for PermissionMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for PermissionMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "read-only" => Ok(Self::ReadOnly),
-            "workspace-write" => Ok(Self::WorkspaceWrite),
-            "danger-full-access" => Ok(Self::DangerFullAccess),
-            other => Err(format!(
-                "permission mode must be read-only, workspace-write or danger-full-access, got \"{other}\""
-            )),
-        }
-    }
-}
+pub use dsh_tools::PermissionMode;
 
 /// Approval policy for requests that need a human decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

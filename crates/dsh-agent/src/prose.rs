@@ -88,9 +88,16 @@ pub fn working_directory_notice(from: &Path, to: &Path) -> String {
     )
 }
 
-/// The result text of a call to a tool that does not exist.
-pub fn unknown_tool(name: &str) -> String {
-    format!("Error: unknown tool \"{name}\"")
+/// Description of the `working_directory` tool.
+pub const WORKING_DIRECTORY_TOOL: &str = "Show or change the session's working directory. Without arguments it reports the current directory; with `cd` it moves there (relative paths resolve against the current directory). Later relative paths in every tool use the new directory.";
+
+/// Description of `working_directory.cd`.
+pub const WORKING_DIRECTORY_CD: &str =
+    "Directory to change to, absolute or relative to the current working directory.";
+
+/// The result text of the `working_directory` tool.
+pub fn current_directory(dir: &Path) -> String {
+    format!("Current working directory: {}", dir.display())
 }
 
 /// The fallback session title: the first five words of the prompt.
@@ -114,4 +121,28 @@ mod tests {
         );
         assert_eq!(fallback_title(""), "");
     }
+}
+
+/// The result recorded for a tool call cut short by disposal: `started`
+/// when the call had begun (its outcome is unknown), else never started.
+pub fn disposed_tool_result(started: bool) -> dsh_tools::ToolOutput {
+    let (text, name, code) = if started {
+        (
+            "Error: the runtime shut down while this tool call was running; its outcome is unknown, so check its effects before retrying.",
+            "ToolOutcomeUnknownError",
+            "TOOL_OUTCOME_UNKNOWN",
+        )
+    } else {
+        (
+            "Error: the runtime shut down before this tool call started; it had no effect and is safe to retry.",
+            "ToolNotStartedError",
+            "TOOL_NOT_STARTED",
+        )
+    };
+    let mut output = dsh_tools::ToolOutput::failure(text);
+    output.error = Some(dsh_tools::ToolError {
+        name: name.into(),
+        code: code.into(),
+    });
+    output
 }

@@ -1,4 +1,6 @@
-use dsh_session::{EventDraft, EventLog, Message, SessionStatus, UserMessage, events};
+use crate::prose;
+use dsh_session::{EventDraft, EventLog, Message, SessionStatus, ToolMessage, UserMessage, events};
+use dsh_tools::ToolOutput;
 use serde::Serialize;
 use serde_json::json;
 use std::path::PathBuf;
@@ -49,6 +51,9 @@ pub struct State {
     pub open_turn: Option<u32>,
     /// The step between `step/start` and `step/end`, if any.
     pub open_step: Option<u32>,
+    /// Tool calls of the open step without a result yet, in model order,
+    /// with the seq of their `tool/call` once it is recorded.
+    pub pending_calls: Vec<(String, Option<u64>)>,
 }
 
 impl State {
@@ -71,6 +76,7 @@ impl State {
             activity,
             open_turn: None,
             open_step: None,
+            pending_calls: Vec::new(),
         }
     }
 
@@ -78,6 +84,36 @@ impl State {
     pub fn start_step(&mut self, turn: u32, step: u32) {
         self.event(events::STEP_START, &json!({"turn": turn, "step": step}));
         self.open_step = Some(step);
+    }
+
+    /// `tool/result` for `call_id`, citing its `tool/call` when recorded;
+    /// the call is no longer pending.
+    pub fn tool_result(
+        &mut self,
+        turn: u32,
+        step: u32,
+        call_id: &str,
+        call_seq: Option<u64>,
+        output: ToolOutput,
+    ) {
+        self.pending_calls.retain(|(id, _)| id != call_id);
+        let message = ToolMessage::new(call_id, output.content, output.is_error);
+        let mut data = serde_json::Map::new();
+        data.insert("turn".into(), json!(turn));
+        data.insert("step".into(), json!(step));
+        data.insert("message".into(), json!(message));
+        if let Some(meta) = output.meta {
+            data.insert("meta".into(), meta);
+        }
+        if let Some(error) = output.error {
+            data.insert("error".into(), json!(error));
+        }
+        let seqs: Vec<u64> = call_seq.into_iter().collect();
+        self.emit(EventDraft {
+            source_event_seqs: (!seqs.is_empty()).then_some(&seqs[..]),
+            ..EventDraft::surfaced(events::TOOL_RESULT, &data)
+        });
+        self.history.push(Arc::new(Message::Tool(message)));
     }
 
     /// `step/end`.
@@ -96,6 +132,15 @@ impl State {
     /// `aborted` by `disposed`), and every pending inbox entry (cancelled).
     pub fn dispose(&mut self) {
         if let (Some(turn), Some(step)) = (self.open_turn, self.open_step) {
+            for (call_id, call_seq) in std::mem::take(&mut self.pending_calls) {
+                self.tool_result(
+                    turn,
+                    step,
+                    &call_id,
+                    call_seq,
+                    prose::disposed_tool_result(call_seq.is_some()),
+                );
+            }
             self.end_step(turn, step);
         }
         if let Some(turn) = self.open_turn.or(self.pending.as_ref().map(|p| p.turn)) {

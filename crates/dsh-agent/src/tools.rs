@@ -1,25 +1,93 @@
-//! Tool dispatch. No tool is built in yet: every call gets the official
-//! `UNKNOWN_TOOL` error result, which the model can act on.
+//! Tool dispatch: the profile's tool library (`dsh-tools`) plus the tools
+//! that need the agent's own services (`working_directory`).
 
+use crate::agent::Inner;
 use crate::prose;
-use dsh_session::text_block;
+use dsh_llm::ToolSpec;
+use dsh_tools::{ToolContext, ToolHost, ToolOutput, ToolSet};
 use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
 
-/// What a tool call produced.
-pub struct ToolOutcome {
-    /// Result blocks.
-    pub content: Vec<Value>,
-    /// Whether the call failed.
-    pub is_error: bool,
-    /// `tool/result.data.error`: `{name, code}` of a structured failure.
-    pub error: Option<Value>,
+/// Name of the agent-implemented working-directory tool.
+const WORKING_DIRECTORY: &str = "working_directory";
+
+/// Appends tool events (`job/*`, `todo/write`, `approval/*`) to the session
+/// log of the agent that runs the tool.
+pub(crate) struct AgentHost(pub Weak<Inner>);
+
+impl ToolHost for AgentHost {
+    fn emit(&self, kind: &str, data: Value) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.state().event(kind, &data);
+        }
+    }
 }
 
-/// Runs one call of tool `name`.
-pub fn dispatch(name: &str, _arguments: &str) -> ToolOutcome {
-    ToolOutcome {
-        content: vec![text_block(prose::unknown_tool(name))],
-        is_error: true,
-        error: Some(json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"})),
+/// The tools advertised to the model: the library's and
+/// `working_directory`, alphabetically.
+pub(crate) fn specs(library: &ToolSet) -> Vec<ToolSpec> {
+    let mut specs = library.specs();
+    specs.push(ToolSpec {
+        name: WORKING_DIRECTORY.into(),
+        description: prose::WORKING_DIRECTORY_TOOL.into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"cd": {"type": "string", "description": prose::WORKING_DIRECTORY_CD}},
+        }),
+    });
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    specs
+}
+
+/// Runs one call in the session's current directory.
+pub(crate) async fn run(
+    inner: &Inner,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    cwd: PathBuf,
+) -> ToolOutput {
+    if name == WORKING_DIRECTORY {
+        return working_directory(inner, arguments);
+    }
+    let ctx = ToolContext {
+        session_id: inner.id.clone(),
+        call_id: call_id.to_owned(),
+        cwd,
+        workspace: inner.workspace.clone(),
+        mode: inner.profile.permission_mode,
+        host: Arc::clone(&inner.host),
+        state: Arc::clone(&inner.session_tools),
+        cancel: inner.cancel.child_token(),
+    };
+    inner.tools.run(name, arguments, ctx).await
+}
+
+/// `working_directory {cd?}`: reports or changes the session directory, as
+/// `session/working-directory/get|set` do.
+fn working_directory(inner: &Inner, arguments: &str) -> ToolOutput {
+    let arguments = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    let cd = match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(map)) => match map.get("cd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cd)) => Some(cd.clone()),
+            Some(_) => return ToolOutput::failure("Error: parameter \"cd\" must be a string"),
+        },
+        _ => return ToolOutput::failure("Error: arguments must be a JSON object"),
+    };
+    let mut state = inner.state();
+    match cd {
+        None => ToolOutput::text(prose::current_directory(
+            &state.effective_cwd(&inner.workspace),
+        )),
+        Some(cd) => match state.set_cwd(&cd) {
+            Ok(dir) => ToolOutput::text(prose::current_directory(&dir)),
+            Err(err) => ToolOutput::failure(format!("Error: {err}")),
+        },
     }
 }

@@ -6,8 +6,8 @@ use crate::state::State;
 use crate::{prose, tools};
 use dsh_llm::{Accumulator, FinishReason, ModelRequest, Settled, StreamRecorder};
 use dsh_session::{
-    AssistantMessage, EventDraft, Message, SystemMessage, ToolMessage, UserMessage, events,
-    new_message_id, now_ms, text_block, text_of,
+    AssistantMessage, EventDraft, Message, SystemMessage, UserMessage, events, new_message_id,
+    now_ms, text_block, text_of,
 };
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -83,37 +83,61 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 &json!({"retryId": retry_id, "turn": turn, "step": step, "retry": retry}),
             );
         };
-        let mut state = inner.state();
-        let message = AssistantMessage {
-            role: Default::default(),
-            content,
-            source: json!({
-                "kind": "model",
-                "provider": inner.route.provider,
-                "model": inner.route.model,
-                "replayState": replay_state,
-            }),
-            id: new_message_id(),
+        let calls = {
+            let mut state = inner.state();
+            let message = AssistantMessage {
+                role: Default::default(),
+                content,
+                source: json!({
+                    "kind": "model",
+                    "provider": inner.route.provider,
+                    "model": inner.route.model,
+                    "replayState": replay_state,
+                }),
+                id: new_message_id(),
+            };
+            let mut data = Map::new();
+            data.insert("turn".into(), json!(turn));
+            data.insert("step".into(), json!(step));
+            data.insert("message".into(), json!(message));
+            if let Some(usage) = usage {
+                data.insert("usage".into(), json!(usage));
+            }
+            data.insert("stream".into(), stream);
+            state.emit(EventDraft::surfaced(events::ASSISTANT_MESSAGE, &data));
+            let calls: Vec<(String, String, String)> =
+                message.content.iter().filter_map(tool_call).collect();
+            state.history.push(Arc::new(Message::Assistant(message)));
+            if finish == FinishReason::MaxTokens {
+                state.end_step(turn, step);
+                return json!({"kind": "max-tokens"});
+            }
+            state.pending_calls = calls.iter().map(|(id, _, _)| (id.clone(), None)).collect();
+            calls
         };
-        let mut data = Map::new();
-        data.insert("turn".into(), json!(turn));
-        data.insert("step".into(), json!(step));
-        data.insert("message".into(), json!(message));
-        if let Some(usage) = usage {
-            data.insert("usage".into(), json!(usage));
-        }
-        data.insert("stream".into(), stream);
-        state.emit(EventDraft::surfaced(events::ASSISTANT_MESSAGE, &data));
-        let calls: Vec<(String, String, String)> =
-            message.content.iter().filter_map(tool_call).collect();
-        state.history.push(Arc::new(Message::Assistant(message)));
-        if finish == FinishReason::MaxTokens {
-            state.end_step(turn, step);
-            return json!({"kind": "max-tokens"});
-        }
+        // Calls run one after another, in model order; each result is
+        // committed before the next call starts.
         for (call_id, name, arguments) in &calls {
-            run_tool(&mut state, turn, step, call_id, name, arguments);
+            let (call_seq, cwd) = {
+                let mut state = inner.state();
+                let seq = state.event(
+                    events::TOOL_CALL,
+                    &json!({"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}),
+                );
+                if let Some(pending) = state.pending_calls.iter_mut().find(|(id, _)| id == call_id)
+                {
+                    pending.1 = Some(seq);
+                }
+                // Barrier before a tool runs: its call is on disk first.
+                state.log.flush();
+                (seq, state.cwd.clone())
+            };
+            let output = tools::run(inner, call_id, name, arguments, cwd).await;
+            inner
+                .state()
+                .tool_result(turn, step, call_id, Some(call_seq), output);
         }
+        let mut state = inner.state();
         state.end_step(turn, step);
         if calls.is_empty() && state.next_step.is_empty() {
             return json!({"kind": "completed"});
@@ -135,30 +159,6 @@ fn tool_call(block: &Value) -> Option<(String, String, String)> {
             .unwrap_or("{}")
             .to_owned(),
     ))
-}
-
-fn run_tool(state: &mut State, turn: u32, step: u32, call_id: &str, name: &str, arguments: &str) {
-    let call_seq = state.event(
-        events::TOOL_CALL,
-        &json!({"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}),
-    );
-    // Barrier before a tool runs: its call is on disk first.
-    state.log.flush();
-    let outcome = tools::dispatch(name, arguments);
-    let message = ToolMessage::new(call_id, outcome.content, outcome.is_error);
-    let mut data = Map::new();
-    data.insert("turn".into(), json!(turn));
-    data.insert("step".into(), json!(step));
-    data.insert("message".into(), json!(message));
-    if let Some(error) = outcome.error {
-        data.insert("error".into(), error);
-    }
-    let seqs = [call_seq];
-    state.emit(EventDraft {
-        source_event_seqs: Some(&seqs),
-        ..EventDraft::surfaced(events::TOOL_RESULT, &data)
-    });
-    state.history.push(Arc::new(Message::Tool(message)));
 }
 
 /// Appends the step's context events (system prompt, claimed messages,
@@ -201,8 +201,8 @@ fn prepare_request(
             header.insert("adapterDefaults".into(), defaults);
         }
         // The official reader refuses an empty `tools` list: omit it.
-        if !inner.tools.is_empty() {
-            header.insert("tools".into(), json!(*inner.tools));
+        if !inner.specs.is_empty() {
+            header.insert("tools".into(), json!(*inner.specs));
         }
         state.event(
             events::REQUEST_HEADER,
@@ -239,7 +239,7 @@ fn prepare_request(
         route: inner.route.clone(),
         system,
         messages: state.history.clone(),
-        tools: inner.tools.clone(),
+        tools: inner.specs.clone(),
     }
 }
 

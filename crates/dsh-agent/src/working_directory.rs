@@ -26,12 +26,7 @@ impl Agent {
     /// The effective working directory. If it has vanished, the session
     /// falls back to its workspace, records the change and queues a notice.
     pub fn working_directory(&self) -> PathBuf {
-        let mut state = self.inner().state();
-        if !state.cwd.is_dir() && state.cwd != self.workspace() && self.workspace().is_dir() {
-            let workspace = self.workspace().to_owned();
-            change(&mut state, workspace);
-        }
-        state.cwd.clone()
+        self.inner().state().effective_cwd(self.workspace())
     }
 
     /// Changes the working directory. `path` resolves against the current
@@ -39,17 +34,31 @@ impl Agent {
     /// is canonical. A change appends `working-directory/change` and queues
     /// a notice for the model's next step (without waking the agent).
     pub fn set_working_directory(&self, path: &str) -> Result<PathBuf, WorkingDirectoryError> {
+        self.inner().state().set_cwd(path)
+    }
+}
+
+impl State {
+    /// See [`Agent::working_directory`].
+    pub fn effective_cwd(&mut self, workspace: &Path) -> PathBuf {
+        if !self.cwd.is_dir() && self.cwd != workspace && workspace.is_dir() {
+            change(self, workspace.to_owned());
+        }
+        self.cwd.clone()
+    }
+
+    /// See [`Agent::set_working_directory`].
+    pub fn set_cwd(&mut self, path: &str) -> Result<PathBuf, WorkingDirectoryError> {
         if path.is_empty() {
             return Err(WorkingDirectoryError::Empty);
         }
-        let mut state = self.inner().state();
-        let target = state.cwd.join(path);
+        let target = self.cwd.join(path);
         let canonical = match std::fs::canonicalize(&target) {
             Ok(dir) if dir.is_dir() => dir,
             _ => return Err(WorkingDirectoryError::NotADirectory(path.to_owned())),
         };
-        if canonical != state.cwd {
-            change(&mut state, canonical.clone());
+        if canonical != self.cwd {
+            change(self, canonical.clone());
         }
         Ok(canonical)
     }

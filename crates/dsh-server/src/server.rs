@@ -9,6 +9,7 @@ use dsh_session::store::{
     Encoding, SessionHeader, SessionStore, SessionWriter, repair_closers, resume_facts,
 };
 use dsh_session::{EventLog, EventObserver, now_ms};
+use dsh_tools::ToolSet;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,6 +27,8 @@ pub struct ServerConfig {
     pub store: SessionStore,
     /// How session logs are encoded (zstd in `sdk`, plain in `sdk-minimal`).
     pub encoding: Encoding,
+    /// The profile's tool library.
+    pub tools: Arc<ToolSet>,
     /// How failed model attempts are retried.
     pub retry: RetryPolicy,
     /// The runtime process's cwd, against which a relative `initialize.cwd`
@@ -60,6 +63,7 @@ pub(crate) struct ServerInner {
     pub registry: ProviderRegistry,
     pub store: SessionStore,
     pub encoding: Encoding,
+    pub tools: Arc<ToolSet>,
     pub retry: RetryPolicy,
     pub process_cwd: PathBuf,
     muted: Arc<AtomicBool>,
@@ -85,6 +89,7 @@ impl Server {
                 registry: config.registry,
                 store: config.store,
                 encoding: config.encoding,
+                tools: config.tools,
                 retry: config.retry,
                 process_cwd: config.process_cwd,
                 muted: Arc::new(AtomicBool::new(false)),
@@ -128,6 +133,7 @@ impl Server {
             retry: self.inner.retry.clone(),
             workspace,
             log,
+            tools: Arc::clone(&self.inner.tools),
         }
     }
 

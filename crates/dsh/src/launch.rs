@@ -8,6 +8,7 @@ use dsh_agent::{PermissionMode, Profile, ProfileKind};
 use dsh_llm::{DEFAULT_IDLE_TIMEOUT, ProviderEnv, ProviderRegistry, RetryPolicy};
 use dsh_server::ServerConfig;
 use dsh_session::store::{Encoding, SessionStore};
+use dsh_tools::{ToolsConfig, sdk_minimal_tools, sdk_tools};
 use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -143,7 +144,11 @@ impl Launch {
         let dsh_home = resolve_home(&home, &process_cwd, env.get("HOME").as_deref());
         let profile = if name != "sdk-minimal" {
             let mode = match env.get("DSH_PERMISSION_MODE") {
-                Some(mode) => mode.parse().map_err(LaunchError::PermissionMode)?,
+                Some(mode) => mode
+                    .parse()
+                    .map_err(|e: dsh_tools::ParsePermissionModeError| {
+                        LaunchError::PermissionMode(e.0)
+                    })?,
                 None => PermissionMode::WorkspaceWrite,
             };
             Profile::sdk(mode)
@@ -197,14 +202,16 @@ impl Launch {
 
     /// The server configuration of this launch.
     pub fn server_config(self) -> ServerConfig {
-        let encoding = match self.profile.kind {
-            ProfileKind::Sdk => Encoding::Zstd,
-            ProfileKind::SdkMinimal => Encoding::Plain,
+        let tools_config = ToolsConfig::new(self.providers.dsh_home.join("tool-output"));
+        let (encoding, tools) = match self.profile.kind {
+            ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),
+            ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),
         };
         ServerConfig {
             profile: self.profile,
             store: SessionStore::new(self.providers.dsh_home.clone()),
             encoding,
+            tools: std::sync::Arc::new(tools),
             registry: ProviderRegistry::new(self.providers),
             retry: self.retry,
             process_cwd: self.process_cwd,

@@ -10,6 +10,16 @@ use dsh_server::{Server, serve};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // `dsh __sandbox-exec …` is the sandbox launcher that bash tools run
+    // through: it confines itself and becomes the command, before anything
+    // else happens in this process.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|arg| arg == dsh_tools::SANDBOX_EXEC_ARG)
+    {
+        return dsh_tools::sandbox_exec_main(args.get(2..).unwrap_or_default());
+    }
     init_tracing();
     let cli = match cli::Cli::parse_args(std::env::args_os()) {
         Ok(cli) => cli,
