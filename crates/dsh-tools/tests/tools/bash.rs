@@ -279,8 +279,8 @@ async fn children_share_one_process_group() {
         )
         .await;
     let id = job_id(&out);
-    // bash itself and both sleeps carry the marker.
-    wait_until("both sleeps", || live_processes("7762.").len() == 3).await;
+    // The supervising launcher, bash itself and both sleeps carry the marker.
+    wait_until("both sleeps", || live_processes("7762.").len() == 4).await;
     let groups: Vec<i32> = live_processes("7762.").iter().map(|(_, g)| *g).collect();
     assert!(groups.windows(2).all(|w| w[0] == w[1]), "groups {groups:?}");
     let own_stat = ok(std::fs::read_to_string("/proc/self/stat"), "own stat");

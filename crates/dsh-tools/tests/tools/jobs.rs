@@ -130,7 +130,8 @@ async fn shutdown_kills_every_job_and_refuses_new_ones() {
 async fn dropping_the_session_state_kills_its_jobs() {
     let fx = Fixture::new(PermissionMode::WorkspaceWrite);
     fx.bash("sleep 7774.1", ",\"run_in_background\":true").await;
-    wait_until("sleep", || live_processes("7774.1").len() == 1).await;
+    // The supervising launcher and the command.
+    wait_until("sleep", || live_processes("7774.1").len() == 2).await;
     let Fixture { state, .. } = fx;
     assert_eq!(Arc::strong_count(&state), 1);
     assert_eq!(state.running_jobs(), 1);
