@@ -14,6 +14,7 @@ only by name once dsh has tools (until then it is excluded).
 from __future__ import annotations
 
 import copy
+import json
 import os
 from pathlib import Path
 
@@ -43,11 +44,13 @@ def official_bin() -> Path:
     return path
 
 
-def drive(binary, base_dir: Path, server, prompts, api_key=KEY, **options):
+def drive(binary, base_dir: Path, server, prompts, api_key=KEY, env=None, files=None, **options):
     """Run prompts on one session; returns the run results."""
     base_dir.mkdir(parents=True)
     (base_dir / "home").mkdir()
     (base_dir / "ws").mkdir()
+    for name, text in (files or {}).items():
+        (base_dir / "ws" / name).write_text(text)
     options.setdefault("model", "deepseek-v4-flash")
     harness = DeepSeekHarness(
         dsh_bin=str(binary),
@@ -57,7 +60,7 @@ def drive(binary, base_dir: Path, server, prompts, api_key=KEY, **options):
         base_url=server.base_url,
         api_key=api_key,
         request_timeout_seconds=FRAME_TIMEOUT,
-        env={"HOME": str(base_dir / "home")},
+        env={"HOME": str(base_dir / "home"), **(env or {})},
         **options,
     )
     try:
@@ -140,6 +143,23 @@ def normalise_events(results, prompts) -> list[dict]:
     return out
 
 
+class Recorded:
+    """Requests already taken from a fake server."""
+
+    def __init__(self, requests):
+        self._requests = requests
+
+    def requests(self):
+        return self._requests
+
+
+def unbase_results(results, base: Path):
+    for result in results:
+        result.events = unbase(result.events, base)
+        result.final_response = unbase(result.final_response, base)
+    return results
+
+
 SCENARIOS = {
     "plain_text": ([{"text": ["Hello from t", "he fake Deep", "Seek server."]}], ["Say hi"], {}),
     "reasoning_text": ([{"reasoning": ["The user wants", " a greeting."], "text": ["Hi ", "there!"]}], ["Greet me"], {}),
@@ -170,6 +190,48 @@ SCENARIOS = {
 }
 
 
+FULL_ACCESS = {"DSH_PERMISSION_MODE": "danger-full-access"}
+NOTES = {"notes.txt": "line one\nline two\n", "a.txt": "alpha\n"}
+SCENARIOS.update({
+    "tool_bash": (
+        [{"blocks": [{"text": "I will run a command."}, {"tool_call": {"id": "toolu_fake_bash_1", "name": "bash", "arguments": {"description": "Print hi", "command": "echo hi"}}}]},
+         {"text": "The command printed hi."}],
+        ["Run echo hi"],
+        {"env": FULL_ACCESS},
+    ),
+    "tool_bash_full_access": (
+        [{"blocks": [{"tool_call": {"id": "toolu_fake_bash_2", "name": "bash", "arguments": {"description": "Fail", "command": "echo hi; echo oops >&2; exit 3"}}}]},
+         {"text": "It failed with 3."}],
+        ["Run a failing command"],
+        {"env": FULL_ACCESS},
+    ),
+    "tool_read": (
+        [{"blocks": [{"tool_call": {"id": "toolu_fake_read_1", "name": "read", "arguments": {"file_path": "notes.txt"}}}]},
+         {"text": "The file has two lines."}],
+        ["Read notes.txt"],
+        {"files": NOTES},
+    ),
+    "tool_parallel": (
+        [{"blocks": [
+            {"tool_call": {"id": "toolu_par_1", "name": "bash", "arguments": {"description": "Print two", "command": "echo two"}}},
+            {"tool_call": {"id": "toolu_par_2", "name": "read", "arguments": {"file_path": "a.txt"}}},
+            {"tool_call": {"id": "toolu_par_3", "name": "no_such_tool", "arguments": {"x": 1}}},
+        ]},
+         {"text": "Done all three."}],
+        ["Do three things"],
+        {"env": FULL_ACCESS, "files": NOTES},
+    ),
+})
+
+
+def unbase(value, *bases: Path):
+    """Replace each run's own directory by <base> everywhere in value."""
+    text = json.dumps(value)
+    for base in bases:
+        text = text.replace(str(base), "<base>")
+    return json.loads(text)
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_same_requests_and_events_as_the_official_runtime(name, official_bin, dsh_bin, fake_model, base_dir):
     replies, prompts, options = SCENARIOS[name]
@@ -177,6 +239,10 @@ def test_same_requests_and_events_as_the_official_runtime(name, official_bin, ds
     ours_server = fake_model(replies)
     official = drive(official_bin, base_dir / "official", official_server, prompts, **options)
     ours = drive(dsh_bin, base_dir / "ours", ours_server, prompts, **options)
+    official = unbase_results(official, base_dir / "official")
+    ours = unbase_results(ours, base_dir / "ours")
+    official_server = Recorded(unbase(official_server.requests(), base_dir / "official"))
+    ours_server = Recorded(unbase(ours_server.requests(), base_dir / "ours"))
 
     assert [r.final_response for r in ours] == [r.final_response for r in official]
     assert [r.finish_reason for r in ours] == [r.finish_reason for r in official]

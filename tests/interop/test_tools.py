@@ -1,0 +1,180 @@
+"""Tools through the real binary: rosters, sandbox modes, process hygiene
+(no process outlives shutdown or a SIGKILLed runtime) and a protocol
+channel that tool output cannot corrupt."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from interop_support import FRAME_TIMEOUT, first, write_scenario
+
+
+def call(name, arguments, id="call_1"):
+    return {"blocks": [{"tool_call": {"id": id, "name": name, "arguments": arguments}}]}
+
+
+def bash(command, **extra):
+    return call("bash", {"description": "test", "command": command, **extra})
+
+
+def live(marker: str, prefix: str = "") -> list[int]:
+    """Pids whose command line contains marker (and starts with prefix)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and cmdline.startswith(prefix) and state not in ("Z", "X") and entry.name != str(os.getpid()):
+            pids.append(int(entry.name))
+    return pids
+
+
+def wait_sleeps(marker: str, count: int, timeout: float = 10.0) -> None:
+    """Wait until `count` `sleep <marker>…` processes run."""
+    deadline = time.monotonic() + timeout
+    while len(live(marker, prefix="sleep ")) < count:
+        assert time.monotonic() < deadline, f"only {live(marker, prefix='sleep ')} of {count} sleeps started"
+        time.sleep(0.05)
+
+
+def wait_gone(marker: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while live(marker):
+        assert time.monotonic() < deadline, f"processes with {marker!r} survived: {live(marker)}"
+        time.sleep(0.05)
+
+
+def run_turn(make_raw, workspace, base_dir, replies, profile="sdk", env=None, session="s-tools"):
+    raw = make_raw(profile=profile, **({"env": env} if env else {}))
+    raw.initialize(workspace, model=write_scenario(base_dir, replies))
+    start = len(raw.frames)
+    raw.prompt(session, "go")
+    raw.status(session, "idle", start=start)
+    events = [f["params"]["event"] for f in raw.frames[start:] if f.get("method") == "session.event"]
+    return raw, events
+
+
+def results(events):
+    return [e["data"] for e in events if e["type"] == "tool/result"]
+
+
+def test_the_sdk_roster_and_the_minimal_roster(make_raw, workspace, base_dir):
+    _, events = run_turn(make_raw, workspace, base_dir, [{"text": "hi"}])
+    tools = first(events, "request/header")["data"]["header"]["tools"]
+    assert [t["name"] for t in tools] == [
+        "bash", "edit", "glob", "grep", "job_kill", "job_list", "job_output", "read", "read_image",
+        "todo_write", "web_fetch", "working_directory", "write"]
+    bash_spec = tools[0]["parameters"]
+    assert list(bash_spec["properties"]) == ["description", "command", "timeoutMs", "workdir", "run_in_background",
+                                             "sandbox_permissions", "justification"]
+    assert bash_spec["required"] == ["description", "command"]
+    assert all(t["description"] for t in tools)
+    _, events = run_turn(make_raw, workspace, base_dir, [{"text": "hi"}], profile="sdk-minimal", session="s-min")
+    tools = first(events, "request/header")["data"]["header"]["tools"]
+    assert [t["name"] for t in tools] == ["bash", "read_image", "working_directory"]
+    assert tools[0]["parameters"]["required"] == ["command"]
+
+
+def test_a_multi_step_turn_with_bash_read_edit(make_raw, workspace, base_dir):
+    (workspace / "notes.txt").write_text("line one\nline two\n")
+    replies = [
+        bash("echo hi"),
+        call("read", {"file_path": "notes.txt"}, id="call_2"),
+        call("edit", {"file_path": "notes.txt", "old_string": "two", "new_string": "2"}, id="call_3"),
+        {"text": "edited"},
+    ]
+    _, events = run_turn(make_raw, workspace, base_dir, replies)
+    texts = [r["message"]["content"][0]["text"] for r in results(events)]
+    assert texts[0] == "hi\n"
+    assert texts[1].startswith(f"<path>{workspace}/notes.txt</path>\n<type>file</type>\n<content>\n1: line one\n2: line two\n")
+    assert not results(events)[2]["message"]["isError"], texts[2]
+    assert (workspace / "notes.txt").read_text() == "line one\nline 2\n"
+    assert [e["type"] for e in events].count("step/start") == 4
+    assert first(events, "turn/end")["data"]["reason"] == {"kind": "completed"}
+
+
+@pytest.mark.parametrize("mode, inside_ok, outside_ok", [
+    ("read-only", False, False),
+    ("workspace-write", True, False),
+    ("danger-full-access", True, True),
+])
+def test_sandbox_modes_are_enforced(make_raw, workspace, base_dir, dsh_home, home, mode, inside_ok, outside_ok):
+    from interop_support import clean_env
+
+    # Outside the workspace and outside the temporary directories that
+    # workspace-write leaves writable (/tmp, /var/tmp, /dev/shm).
+    outside = Path("/var/cache") / f"dsh-sandbox-test-{os.getpid()}-{mode}"
+    outside.mkdir(parents=True, exist_ok=True)
+    request_cleanup = outside
+    replies = [
+        bash(f"echo x > inside.txt"),
+        bash(f"echo x > {outside}/outside.txt"),
+        call("write", {"file_path": "written.txt", "content": "x"}, id="call_3"),
+        {"text": "done"},
+    ]
+    env = clean_env(dsh_home, home, DSH_PERMISSION_MODE=mode)
+    _, events = run_turn(make_raw, workspace, base_dir, replies, env=env)
+    texts = [r["message"]["content"][0]["text"] for r in results(events)]
+    assert (workspace / "inside.txt").exists() == inside_ok, texts[0]
+    assert (outside / "outside.txt").exists() == outside_ok, texts[1]
+    assert (workspace / "written.txt").exists() == inside_ok, texts[2]
+    if not outside_ok:
+        assert f"[sandbox: file access denied under {mode} mode]" in texts[1]
+    for path in request_cleanup.iterdir():
+        path.unlink()
+    request_cleanup.rmdir()
+
+
+def test_no_tool_process_outlives_shutdown(make_raw, workspace, base_dir):
+    replies = [
+        bash("sleep 7801.1 & sleep 7801.2 & echo started"),
+        bash("sleep 7801.3", run_in_background=True),
+        {"text": "done"},
+    ]
+    raw, _ = run_turn(make_raw, workspace, base_dir, replies)
+    wait_sleeps("7801.", 3)
+    assert raw.shutdown() == 0
+    wait_gone("7801.")
+
+
+def test_no_tool_process_outlives_a_sigkilled_runtime(make_raw, workspace, base_dir):
+    replies = [bash("sleep 7802.1 & sleep 7802.2 & wait", run_in_background=True), {"text": "done"}]
+    raw, _ = run_turn(make_raw, workspace, base_dir, replies)
+    wait_sleeps("7802.", 2)
+    raw.proc.send_signal(signal.SIGKILL)
+    raw.wait_exit()
+    wait_gone("7802.")
+
+
+def test_tool_output_cannot_corrupt_the_protocol_channel(make_raw, workspace, base_dir):
+    noisy = ("echo JUNK-1; echo JUNK-2 >&2; echo JUNK-3 > /dev/stdout; echo JUNK-4 > /dev/stderr; "
+             "for fd in /proc/$$/fd/*; do echo JUNK-5 > $fd 2>/dev/null; done; printf 'no newline JUNK-6'")
+    raw, events = run_turn(make_raw, workspace, base_dir, [bash(noisy), {"text": "done"}])
+    for line in raw.raw_lines:
+        assert not line.startswith(b"JUNK") and not line.startswith(b"no newline"), line
+    assert all("__unparsable__" not in f for f in raw.frames)
+    text = results(events)[0]["message"]["content"][0]["text"]
+    assert "JUNK-1" in text and "JUNK-2" in text
+    assert first(events, "turn/end")["data"]["reason"]["kind"] == "completed"
+
+
+def test_a_timeout_moves_the_command_to_a_background_job(make_raw, workspace, base_dir):
+    replies = [
+        bash("sleep 1; echo finished-late", timeoutMs=200),
+        call("job_output", {"job_id": "PLACEHOLDER", "wait": True}, id="call_2"),
+        {"text": "done"},
+    ]
+    raw, events = run_turn(make_raw, workspace, base_dir, replies[:1] + [{"text": "done"}])
+    text = results(events)[0]["message"]["content"][0]["text"]
+    assert "moved to background job bash-" in text, text
+    raw.shutdown()
+    wait_gone("finished-late")
