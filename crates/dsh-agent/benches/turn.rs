@@ -50,6 +50,9 @@ fn new_agent(observer: &Arc<CountingObserver>) -> Agent {
         retry: RetryPolicy::default(),
         workspace: std::env::temp_dir(),
         log,
+        tools: Arc::new(dsh_tools::sdk_tools(dsh_tools::ToolsConfig::new(
+            std::env::temp_dir(),
+        ))),
     };
     Agent::create(config, Start::New)
 }

@@ -108,21 +108,6 @@ pub fn fallback_title(text: &str) -> String {
         .join(" ")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fallback_title_keeps_five_words() {
-        assert_eq!(fallback_title("Say hi"), "Say hi");
-        assert_eq!(
-            fallback_title("  one two\tthree four five six "),
-            "one two three four five"
-        );
-        assert_eq!(fallback_title(""), "");
-    }
-}
-
 /// The result recorded for a tool call cut short by disposal: `started`
 /// when the call had begun (its outcome is unknown), else never started.
 pub fn disposed_tool_result(started: bool) -> dsh_tools::ToolOutput {
@@ -145,4 +130,19 @@ pub fn disposed_tool_result(started: bool) -> dsh_tools::ToolOutput {
         code: code.into(),
     });
     output
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_title_keeps_five_words() {
+        assert_eq!(fallback_title("Say hi"), "Say hi");
+        assert_eq!(
+            fallback_title("  one two\tthree four five six "),
+            "one two three four five"
+        );
+        assert_eq!(fallback_title(""), "");
+    }
 }
