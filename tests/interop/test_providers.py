@@ -69,7 +69,9 @@ def test_plain_text_turn_through_the_messages_api(fake_model, deepseek):
     assert headers["x-deepseek-harness-session-id"] == "session-plain-text"
     assert "x-deepseek-harness-user-id" not in headers
     body = request["body"]
-    assert list(body) == ["model", "stream", "messages", "max_tokens", "thinking", "output_config", "system"]
+    assert list(body) == ["model", "stream", "messages", "max_tokens", "thinking", "output_config", "system", "tools"]
+    assert [t["name"] for t in body["tools"]][:2] == ["bash", "edit"]
+    assert set(body["tools"][0]) == {"name", "description", "input_schema"}
     assert body["max_tokens"] == 256000 and body["thinking"] == {"type": "enabled"}
     assert body["output_config"] == {"effort": "high"}
     assert "dsh_session_log" not in body and "dsh_plugin_packages" not in body
