@@ -33,8 +33,9 @@ pub struct HeadlessArgs {
     /// Continue this stored session instead of starting a new one.
     #[arg(long, value_name = "ID")]
     session_id: Option<String>,
-    /// Model provider: `deepseek-official` (default when DEEPSEEK_API_KEY is
-    /// set), `openai-compatible` or `scripted` (the default otherwise).
+    /// Model provider: `scripted` when `--model` names a scenario file,
+    /// else `deepseek-official` when DEEPSEEK_API_KEY is set, else
+    /// `scripted` (echo); or `openai-compatible`.
     #[arg(long)]
     provider: Option<String>,
     /// Model id; for `scripted`, `echo` or a scenario file (relative paths
@@ -89,13 +90,12 @@ fn execute(launch: Box<Launch>, args: &HeadlessArgs, out: &mut Output) -> Result
         return Err("the task is empty".into());
     }
     let cwd = launch.process_cwd.clone();
+    // A scenario file as the model means the offline scripted provider;
+    // otherwise DeepSeek when a key is configured, else scripted echo.
+    let scenario = args.model.as_ref().is_some_and(|m| cwd.join(m).is_file());
     let provider = args.provider.clone().unwrap_or_else(|| {
-        if launch.var("DEEPSEEK_API_KEY").is_some() {
-            "deepseek-official"
-        } else {
-            "scripted"
-        }
-        .to_owned()
+        let deepseek = launch.var("DEEPSEEK_API_KEY").is_some() && !scenario;
+        if deepseek { "deepseek-official" } else { "scripted" }.to_owned()
     });
     let model = match (&args.model, provider.as_str()) {
         (Some(model), "scripted") if model != "echo" => {
