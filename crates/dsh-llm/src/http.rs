@@ -1,8 +1,8 @@
 //! What the HTTP providers share: the client, base URLs, failure mapping of
 //! HTTP errors and transport problems, and streaming with an idle timeout.
 
-use crate::LlmFailure;
 use crate::sse::{SseDecoder, SseEvent};
+use crate::{ChunkSender, LlmFailure, StreamChunk};
 use futures_util::StreamExt;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -164,11 +164,67 @@ pub fn retry_after_ms(value: &str, now: SystemTime) -> Option<u64> {
     )
 }
 
+/// One streamed model request: sends `request` (an answer must start
+/// within `idle`), maps a non-2xx answer to its failure, and feeds each SSE
+/// event of a 2xx answer to `translate`, forwarding its chunks to `out`,
+/// until `translate` reports the end of the reply. A body that ends first
+/// fails with `closed()`. A dropped receiver (an aborted attempt) stops the
+/// stream quietly.
+pub async fn stream_chunks(
+    label: &str,
+    request: reqwest::RequestBuilder,
+    idle: Duration,
+    out: &ChunkSender,
+    mut translate: impl FnMut(&SseEvent) -> Result<(Vec<StreamChunk>, bool), LlmFailure>,
+    closed: impl FnOnce() -> LlmFailure,
+) -> Result<(), LlmFailure> {
+    let response = match tokio::time::timeout(idle, request.send()).await {
+        Err(_) => {
+            let ms = idle.as_millis();
+            return Err(LlmFailure::new(
+                "TIMEOUT",
+                format!("{label} sent no response within {ms} ms"),
+            ));
+        }
+        Ok(Err(err)) => return Err(transport_failure(label, &err)),
+        Ok(Ok(response)) => response,
+    };
+    if !response.status().is_success() {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = match tokio::time::timeout(idle, response.bytes()).await {
+            Ok(Ok(bytes)) => bytes.to_vec(),
+            _ => Vec::new(),
+        };
+        return Err(http_failure(status, &headers, &body));
+    }
+    let mut failure = None;
+    let mut done = false;
+    let mut delivered = true;
+    read_sse(label, response, idle, |event| match translate(&event) {
+        Ok((chunks, end)) => {
+            delivered = chunks.into_iter().all(|chunk| out.send(chunk).is_ok());
+            done = end;
+            delivered && !done
+        }
+        Err(f) => {
+            failure = Some(f);
+            false
+        }
+    })
+    .await?;
+    match failure {
+        Some(f) => Err(f),
+        None if done || !delivered => Ok(()),
+        None => Err(closed()),
+    }
+}
+
 /// Reads an SSE response, calling `on_event` for each event until it
 /// returns `false`. Fails with `TIMEOUT` when no bytes arrive for `idle`,
 /// with `TRANSPORT` when the connection breaks; returns `Ok(())` at the end
 /// of the body (the caller decides whether the stream was complete).
-pub async fn read_sse(
+async fn read_sse(
     label: &str,
     response: reqwest::Response,
     idle: Duration,

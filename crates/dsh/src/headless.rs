@@ -95,7 +95,12 @@ fn execute(launch: Box<Launch>, args: &HeadlessArgs, out: &mut Output) -> Result
     let scenario = args.model.as_ref().is_some_and(|m| cwd.join(m).is_file());
     let provider = args.provider.clone().unwrap_or_else(|| {
         let deepseek = launch.var("DEEPSEEK_API_KEY").is_some() && !scenario;
-        if deepseek { "deepseek-official" } else { "scripted" }.to_owned()
+        if deepseek {
+            "deepseek-official"
+        } else {
+            "scripted"
+        }
+        .to_owned()
     });
     let model = match (&args.model, provider.as_str()) {
         (Some(model), "scripted") if model != "echo" => {

@@ -10,7 +10,8 @@ mod serialize;
 mod stream;
 
 use crate::attachments::AttachmentStore;
-use crate::http::{self, read_sse};
+use crate::http;
+use crate::sse::SseEvent;
 use crate::{ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk};
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,7 +102,7 @@ impl Provider for DeepSeekOfficial {
         let config = Arc::clone(&self.config);
         let client = self.client.clone();
         tokio::spawn(async move {
-            let send = client
+            let post = client
                 .post(config.messages_url())
                 .header("user-agent", http::USER_AGENT)
                 .header("content-type", "application/json")
@@ -109,55 +110,23 @@ impl Provider for DeepSeekOfficial {
                 .header("x-api-key", key)
                 .header("anthropic-version", "2023-06-01")
                 .header("x-deepseek-harness-session-id", &request.session_id)
-                .body(body.to_string())
-                .send();
-            let response = match tokio::time::timeout(config.idle_timeout, send).await {
-                Err(_) => {
-                    let ms = config.idle_timeout.as_millis();
-                    return fail(
-                        &out,
-                        LlmFailure::new(
-                            "TIMEOUT",
-                            format!("{LABEL} sent no response within {ms} ms"),
-                        ),
-                    );
-                }
-                Ok(Err(err)) => return fail(&out, http::transport_failure(LABEL, &err)),
-                Ok(Ok(response)) => response,
-            };
-            let status = response.status().as_u16();
-            if !response.status().is_success() {
-                let headers = response.headers().clone();
-                let body = tokio::time::timeout(config.idle_timeout, response.bytes()).await;
-                let body = match body {
-                    Ok(Ok(bytes)) => bytes.to_vec(),
-                    _ => Vec::new(),
-                };
-                return fail(&out, http::http_failure(status, &headers, &body));
-            }
+                .body(body.to_string());
             let mut translator = stream::Translator::new(&request.route.model);
-            let mut failure = None;
-            let read = read_sse(
+            let translate = |event: &SseEvent| {
+                translator
+                    .event(event)
+                    .map(|chunks| (chunks, translator.done()))
+            };
+            let streamed = http::stream_chunks(
                 LABEL,
-                response,
+                post,
                 config.idle_timeout,
-                |event| match translator.event(&event) {
-                    Ok(chunks) => {
-                        let delivered = chunks.into_iter().all(|chunk| out.send(chunk).is_ok());
-                        delivered && !translator.done()
-                    }
-                    Err(f) => {
-                        failure = Some(f);
-                        false
-                    }
-                },
-            )
-            .await;
-            if let Some(f) = failure.or(read.err()) {
-                return fail(&out, f);
-            }
-            if !translator.done() {
-                fail(&out, stream::stream_closed());
+                &out,
+                translate,
+                stream::stream_closed,
+            );
+            if let Err(failure) = streamed.await {
+                fail(&out, failure);
             }
         });
     }

@@ -13,7 +13,8 @@
 mod serialize;
 mod stream;
 
-use crate::http::{self, read_sse};
+use crate::http;
+use crate::sse::SseEvent;
 use crate::{ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk};
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,7 +71,8 @@ impl Provider for OpenAiCompatible {
                 .post(format!("{}/chat/completions", config.base_url))
                 .header("user-agent", http::USER_AGENT)
                 .header("content-type", "application/json")
-                .header("accept", "text/event-stream");
+                .header("accept", "text/event-stream")
+                .body(body.to_string());
             if let Some(key) = config
                 .api_key
                 .as_deref()
@@ -79,61 +81,22 @@ impl Provider for OpenAiCompatible {
             {
                 post = post.bearer_auth(key);
             }
-            let response =
-                match tokio::time::timeout(config.idle_timeout, post.body(body.to_string()).send())
-                    .await
-                {
-                    Err(_) => {
-                        let ms = config.idle_timeout.as_millis();
-                        return fail(
-                            &out,
-                            LlmFailure::new(
-                                "TIMEOUT",
-                                format!("{LABEL} sent no response within {ms} ms"),
-                            ),
-                        );
-                    }
-                    Ok(Err(err)) => return fail(&out, http::transport_failure(LABEL, &err)),
-                    Ok(Ok(response)) => response,
-                };
-            if !response.status().is_success() {
-                let status = response.status().as_u16();
-                let headers = response.headers().clone();
-                let body = match tokio::time::timeout(config.idle_timeout, response.bytes()).await {
-                    Ok(Ok(bytes)) => bytes.to_vec(),
-                    _ => Vec::new(),
-                };
-                return fail(&out, http::http_failure(status, &headers, &body));
-            }
             let mut translator = stream::Translator::new(&request.route.model);
-            let mut failure = None;
-            let read = read_sse(
-                LABEL,
-                response,
-                config.idle_timeout,
-                |event| match translator.data(&event.data) {
-                    Ok(chunks) => {
-                        chunks.into_iter().all(|chunk| out.send(chunk).is_ok())
-                            && !translator.done()
-                    }
-                    Err(f) => {
-                        failure = Some(f);
-                        false
-                    }
-                },
-            )
-            .await;
-            if let Some(f) = failure.or(read.err()) {
-                return fail(&out, f);
-            }
-            if !translator.done() {
-                fail(
-                    &out,
-                    LlmFailure::new(
-                        "STREAM_CLOSED",
-                        format!("{LABEL} stream ended before [DONE]"),
-                    ),
-                );
+            let translate = |event: &SseEvent| {
+                translator
+                    .data(&event.data)
+                    .map(|chunks| (chunks, translator.done()))
+            };
+            let closed = || {
+                LlmFailure::new(
+                    "STREAM_CLOSED",
+                    format!("{LABEL} stream ended before [DONE]"),
+                )
+            };
+            let streamed =
+                http::stream_chunks(LABEL, post, config.idle_timeout, &out, translate, closed);
+            if let Err(failure) = streamed.await {
+                fail(&out, failure);
             }
         });
     }
