@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -168,12 +169,25 @@ def test_a_session_locked_by_another_live_process_is_refused(make_raw, dsh_home,
     assert other.result("session/resume", {"sessionId": "s-locked"}) == {}
 
 
-def run_until_killed(make_raw, workspace, scenario_path, profile, wait_for_type):
+def logged(dsh_home, session_id, event_type) -> bool:
+    """Whether the session's log on disk already holds an event of this type."""
+    try:
+        return any(e.get("type") == event_type for e in read_log(log_file(dsh_home, session_id)))
+    except (ValueError, OSError, zstandard.ZstdError):
+        return False  # not written yet, or caught mid-write
+
+
+def run_until_killed(make_raw, workspace, scenario_path, profile, wait_for_type, on_disk_home=None):
     raw = make_raw(profile=profile)
     raw.initialize(workspace, model=scenario_path)
     raw.prompt("s-crash", "please work")
     raw.wait_for(lambda f: f.get("method") == "session.event" and f["params"]["event"]["type"] == wait_for_type,
                  what=wait_for_type)
+    if on_disk_home is not None:
+        deadline = time.monotonic() + FRAME_TIMEOUT
+        while not logged(on_disk_home, "s-crash", wait_for_type):
+            assert time.monotonic() < deadline, f"{wait_for_type} never reached the disk"
+            time.sleep(0.01)
     raw.proc.send_signal(signal.SIGKILL)
     raw.wait_exit()
     return raw
@@ -308,3 +322,27 @@ def test_sessions_move_between_runtimes(direction, official, dsh_bin, fake_model
     events = read_log(log_file(dsh_home, "s-port"))
     assert [e["seq"] for e in events[1:]] == list(range(len(events) - 1))
     assert "session/end-seed" in [e["type"] for e in events]
+
+
+@pytest.mark.parametrize("profile", ["sdk", "sdk-minimal"])
+def test_sigkill_during_a_tool_call_then_resume_repairs(make_raw, base_dir, dsh_home, workspace, profile):
+    command = {"command": "sleep 7830.5"} if profile == "sdk-minimal" else {"description": "wait", "command": "sleep 7830.5"}
+    scenario = write_scenario(base_dir, [{"blocks": [{"tool_call": {"id": "call_slow", "name": "bash", "arguments": command}}]}])
+    run_until_killed(make_raw, workspace, scenario, profile, "tool/call", on_disk_home=dsh_home)
+    path = log_file(dsh_home, "s-crash")
+    before = read_log(path)
+    assert before[-1]["type"] == "tool/call"  # the barrier before a tool runs
+    raw = make_raw(profile=profile)
+    # A resumed session's scripted replies continue after the one already
+    # in its history.
+    raw.initialize(workspace, model=write_scenario(base_dir, [{"text": "unused"}, {"text": "recovered"}]))
+    assert raw.result("session/resume", {"sessionId": "s-crash"}) == {}
+    tail = read_log(path)[len(before):]
+    assert [e["type"] for e in tail] == ["tool/result", "step/end", "turn/end", "session/end-seed"]
+    assert tail[0]["data"]["error"] == {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+    assert tail[0]["sourceEventSeqs"] == [before[-1]["seq"]]
+    start = len(raw.frames)
+    raw.prompt("s-crash", "again")
+    raw.status("s-crash", "idle", start=start)
+    events = [f["params"]["event"] for f in raw.frames[start:] if f.get("method") == "session.event"]
+    assert first(events, "assistant/message")["data"]["message"]["content"][0]["text"] == "recovered"

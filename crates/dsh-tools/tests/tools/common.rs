@@ -81,6 +81,29 @@ pub fn scratch_dir() -> TempDir {
     )
 }
 
+/// A scratch directory outside every place `workspace-write` leaves
+/// writable (the workspace, `/tmp`, `/var/tmp`, `/dev/shm`): the checkout
+/// itself may live under `/tmp`, so `/var/cache` (or `$HOME`) is used.
+pub fn outside_dir() -> TempDir {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let candidates = [Some(PathBuf::from("/var/cache")), home];
+    for base in candidates.into_iter().flatten() {
+        let forbidden = ["/tmp", "/var/tmp", "/dev/shm"]
+            .iter()
+            .any(|t| base.starts_with(t));
+        if forbidden {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new()
+            .prefix("dsh-tools-outside-")
+            .tempdir_in(&base)
+        {
+            return dir;
+        }
+    }
+    panic!("no writable directory outside the temporary areas");
+}
+
 /// A workspace, a spill directory, a recording host and a tool set.
 pub struct Fixture {
     _dir: TempDir,

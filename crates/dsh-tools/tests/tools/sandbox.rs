@@ -1,7 +1,7 @@
 //! The Landlock sandbox of `bash`: denials per mode, full access, and the
 //! fail-closed paths on both sides of the launcher.
 
-use crate::common::{Fixture, launcher_path, ok, scratch_dir, text};
+use crate::common::{Fixture, launcher_path, ok, outside_dir, scratch_dir, text};
 use dsh_tools::{LandlockSupport, Launcher, PermissionMode, SandboxConfig};
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ async fn workspace_write_allows_the_workspace_and_denies_elsewhere() {
         return;
     }
     let fx = Fixture::new(PermissionMode::WorkspaceWrite);
-    let outside = scratch_dir();
+    let outside = outside_dir();
     let target = outside.path().join("escape.txt");
     let out = fx
         .bash(&format!("echo x > '{}'", target.display()), "")
