@@ -54,6 +54,8 @@ pub struct State {
     /// Tool calls of the open step without a result yet, in model order,
     /// with the seq of their `tool/call` once it is recorded.
     pub pending_calls: Vec<(String, Option<u64>)>,
+    /// Set once disposal has closed the log; later appends are dropped.
+    pub disposed: bool,
 }
 
 impl State {
@@ -77,6 +79,7 @@ impl State {
             open_turn: None,
             open_step: None,
             pending_calls: Vec::new(),
+            disposed: false,
         }
     }
 
@@ -131,6 +134,9 @@ impl State {
     /// Closes what disposal interrupts: an open step, an open turn (ended
     /// `aborted` by `disposed`), and every pending inbox entry (cancelled).
     pub fn dispose(&mut self) {
+        if self.disposed {
+            return;
+        }
         if let (Some(turn), Some(step)) = (self.open_turn, self.open_step) {
             for (call_id, call_seq) in std::mem::take(&mut self.pending_calls) {
                 self.tool_result(
@@ -161,11 +167,22 @@ impl State {
                 );
             }
         }
+        self.disposed = true;
     }
 
     /// Appends an event; returns its seq.
     pub fn emit<D: Serialize>(&mut self, draft: EventDraft<'_, D>) -> u64 {
         let seq = self.log.next_seq();
+        if self.disposed {
+            // The loop task may run a last synchronous stretch after
+            // disposal closed the log's turn; nothing follows the closers.
+            tracing::debug!(
+                session = self.log.session_id(),
+                kind = draft.kind,
+                "event after disposal dropped"
+            );
+            return seq;
+        }
         if let Err(err) = self.log.append(draft) {
             tracing::error!(session = self.log.session_id(), "event not appended: {err}");
         }
