@@ -89,3 +89,68 @@ fn a_prompt_on_an_idle_session_is_claimed_before_its_response() {
     }
     assert_eq!(reply.as_deref(), Some("h\u{e9} \u{1F600}"));
 }
+
+#[test]
+fn fd_1_is_redirected_to_stderr_and_the_protocol_has_a_private_descriptor() {
+    let mut rt = Runtime::start("sdk");
+    rt.initialize_echo(); // past start-up
+    let pid = rt.child.id();
+    let link = |fd: &str| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok();
+    let (stdout, stderr) = (link("1"), link("2"));
+    assert!(stderr.is_some() && rt.stdout_pipe.is_some());
+    assert_eq!(stdout, stderr, "fd 1 must point where fd 2 does");
+    assert_ne!(
+        stdout, rt.stdout_pipe,
+        "fd 1 must no longer be the protocol pipe"
+    );
+    let fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let protocol: Vec<&String> = fds
+        .iter()
+        .filter(|fd| link(fd).is_some() && link(fd) == rt.stdout_pipe)
+        .collect();
+    assert_eq!(
+        protocol.len(),
+        1,
+        "exactly one descriptor holds the protocol pipe: {fds:?}"
+    );
+    let info =
+        std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", protocol[0])).unwrap_or_default();
+    let flags = info
+        .lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .map(str::trim)
+        .unwrap_or("0");
+    let flags = u32::from_str_radix(flags, 8).unwrap_or(0);
+    assert_ne!(
+        flags & 0o2000000,
+        0,
+        "the protocol descriptor must be close-on-exec"
+    );
+}
+
+#[test]
+fn pipelined_requests_are_admitted_in_arrival_order() {
+    let mut rt = Runtime::start("sdk");
+    let ws = rt.workspace();
+    // Written back to back, without waiting for the initialize answer.
+    let mut batch = String::new();
+    batch.push_str(&format!("{}\n", json!({"id": 1, "method": "initialize", "params": {"cwd": ws, "provider": "scripted", "model": "echo"}})));
+    batch.push_str(&format!("{}\n", json!({"id": 2, "method": "session/prompt", "params": {"sessionId": "s", "contentBlocks": [{"type": "text", "text": "x"}]}})));
+    batch.push_str(&format!(
+        "{}\n",
+        json!({"id": 3, "method": "session/working-directory/get", "params": {"sessionId": "s"}})
+    ));
+    rt.write(batch.as_bytes());
+    let frames = rt.until_response(&json!(3));
+    let responses: Vec<&Value> = frames.iter().filter(|f| f.get("id").is_some()).collect();
+    assert_eq!(responses.len(), 3);
+    for response in responses {
+        assert!(response.get("result").is_some(), "{response}");
+    }
+}

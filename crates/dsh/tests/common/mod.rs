@@ -50,6 +50,8 @@ pub struct Runtime {
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
     pub dir: TempDir,
+    /// What `/proc` shows for the pipe the runtime's stdout was given.
+    pub stdout_pipe: Option<PathBuf>,
 }
 
 impl Runtime {
@@ -72,6 +74,10 @@ impl Runtime {
         configure(&mut cmd);
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn dsh: {e}"));
         let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let stdout_pipe = {
+            use std::os::fd::AsRawFd;
+            std::fs::read_link(format!("/proc/self/fd/{}", stdout.as_raw_fd())).ok()
+        };
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -91,6 +97,7 @@ impl Runtime {
             stdin,
             lines,
             dir,
+            stdout_pipe,
         }
     }
 
