@@ -178,3 +178,89 @@ def test_a_timeout_moves_the_command_to_a_background_job(make_raw, workspace, ba
     assert "moved to background job bash-" in text, text
     raw.shutdown()
     wait_gone("finished-late")
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC"
+
+
+def test_every_sdk_tool_through_the_binary(make_raw, workspace, base_dir):
+    import base64
+    import http.server
+    import threading
+
+    (workspace / "src").mkdir()
+    (workspace / "src" / "a.rs").write_text("fn alpha() {}\nfn beta() {}\n")
+    (workspace / "src" / "b.txt").write_text("beta here\n")
+    (workspace / "dup.txt").write_text("x x\n")
+    (workspace / "img.png").write_bytes(base64.b64decode(PNG))
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = b"<html><body><h1>Fetched page</h1></body></html>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/page"
+    replies = [
+        call("glob", {"pattern": "**/*.rs"}, id="c_glob"),
+        call("grep", {"pattern": "beta", "include": "*.rs"}, id="c_grep"),
+        call("todo_write", {"todos": [{"content": "write tests", "status": "in_progress"}]}, id="c_todo"),
+        bash("sleep 7810.1", run_in_background=True),
+        call("job_list", {}, id="c_jobs"),
+        call("read_image", {"file_path": "img.png"}, id="c_img"),
+        call("web_fetch", {"url": url}, id="c_web"),
+        call("web_fetch", {"url": "ftp://example.invalid/x"}, id="c_web_bad"),
+        call("write", {"file_path": "dup.txt", "content": "y"}, id="c_write_unread"),
+        call("read", {"file_path": "dup.txt"}, id="c_read"),
+        call("edit", {"file_path": "dup.txt", "old_string": "x", "new_string": "z"}, id="c_edit_dup"),
+        call("edit", {"file_path": "dup.txt", "old_string": "x", "new_string": "z", "replace_all": True}, id="c_edit_all"),
+        call("read", {"file_path": 42}, id="c_bad_args"),
+        call("grep", {"pattern": "("}, id="c_bad_regex"),
+        {"text": "done"},
+    ]
+    raw, events = run_turn(make_raw, workspace, base_dir, replies)
+    server.shutdown()
+    by_id = {r["message"]["toolCallId"]: r for r in results(events)}
+
+    def text(call_id):
+        return "".join(b.get("text", "") for b in by_id[call_id]["message"]["content"])
+
+    assert str(workspace / "src" / "a.rs") in text("c_glob") and "b.txt" not in text("c_glob")
+    assert "a.rs" in text("c_grep") and "fn beta" in text("c_grep") and "b.txt" not in text("c_grep")
+    assert first(events, "todo/write")["data"] == {"todos": [{"content": "write tests", "status": "in_progress"}]}
+    assert "bash-" in text("c_jobs") and "sleep 7810.1" in text("c_jobs")
+    image = by_id["c_img"]["message"]["content"]
+    assert [b["type"] for b in image] == ["text", "image"] and image[1]["data"] == PNG
+    assert "Fetched page" in text("c_web") and not by_id["c_web"]["message"]["isError"]
+    assert by_id["c_web_bad"]["message"]["isError"]
+    assert by_id["c_write_unread"]["message"]["isError"] and (workspace / "dup.txt").read_text() == "z z\n"
+    assert by_id["c_edit_dup"]["message"]["isError"] and "2" in text("c_edit_dup")
+    assert not by_id["c_edit_all"]["message"]["isError"]
+    assert by_id["c_bad_args"]["message"]["isError"] and "file_path" in text("c_bad_args")
+    assert by_id["c_bad_regex"]["message"]["isError"]
+    assert first(events, "turn/end")["data"]["reason"] == {"kind": "completed"}
+    # The background job outlives the turn; shutdown stops its whole group.
+    assert live("7810.1", prefix="sleep ")
+    assert raw.shutdown() == 0
+    wait_gone("7810.")
+
+
+def test_the_persistent_shell_of_sdk_minimal_keeps_state(make_raw, workspace, base_dir):
+    (workspace / "sub").mkdir()
+    replies = [
+        call("bash", {"command": "cd sub && export GREETING=hi"}),
+        call("bash", {"command": "echo $GREETING from $(basename $PWD)"}, id="call_2"),
+        {"text": "done"},
+    ]
+    _, events = run_turn(make_raw, workspace, base_dir, replies, profile="sdk-minimal", session="s-shell")
+    texts = [r["message"]["content"][0]["text"] for r in results(events)]
+    assert texts[1].startswith("hi from sub"), texts[1]
+    assert "[Command finished with exit code 0]" in texts[1]
