@@ -248,7 +248,7 @@ def test_every_sdk_tool_through_the_binary(make_raw, workspace, base_dir):
     assert by_id["c_bad_regex"]["message"]["isError"]
     assert first(events, "turn/end")["data"]["reason"] == {"kind": "completed"}
     # The background job outlives the turn; shutdown stops its whole group.
-    assert live("7810.1", prefix="sleep ")
+    wait_sleeps("7810.", 1)
     assert raw.shutdown() == 0
     wait_gone("7810.")
 
