@@ -346,3 +346,21 @@ def test_sigkill_during_a_tool_call_then_resume_repairs(make_raw, base_dir, dsh_
     raw.status("s-crash", "idle", start=start)
     events = [f["params"]["event"] for f in raw.frames[start:] if f.get("method") == "session.event"]
     assert first(events, "assistant/message")["data"]["message"]["content"][0]["text"] == "recovered"
+
+
+def test_sigkill_between_turns_loses_nothing(make_raw, base_dir, dsh_home, workspace):
+    raw = make_raw()
+    raw.initialize(workspace)
+    start = len(raw.frames)
+    raw.prompt("s-quiet", "first")
+    raw.status("s-quiet", "idle", start=start)
+    sent = [f["params"]["event"] for f in raw.frames if f.get("method") == "session.event"]
+    raw.proc.send_signal(signal.SIGKILL)
+    raw.wait_exit()
+    stored = read_log(log_file(dsh_home, "s-quiet"))[1:]
+    assert stored == sent  # everything reported reached the disk
+    raw = make_raw()
+    raw.initialize(workspace)
+    assert raw.result("session/resume", {"sessionId": "s-quiet"}) == {}
+    tail = read_log(log_file(dsh_home, "s-quiet"))[1 + len(sent):]
+    assert [e["type"] for e in tail] == ["session/end-seed"]  # nothing to repair
