@@ -168,6 +168,9 @@ impl EventLog {
         {
             tracing::error!(session = %self.session_id, seq, "event not persisted: {err}");
         }
+        if crate::events::SETTLING.contains(&draft.kind) {
+            self.flush();
+        }
         if let Some(observer) = &self.observer {
             observer.on_event(&self.session_id, &raw);
         }
