@@ -82,18 +82,22 @@ use std::sync::Arc;
 pub fn sdk_tools(config: ToolsConfig) -> ToolSet {
     let config = Arc::new(config);
     let mut set = ToolSet::new();
-    set.insert(Arc::new(tools::bash::Bash::new(config.clone())));
-    set.insert(Arc::new(tools::edit::Edit::new()));
-    set.insert(Arc::new(tools::glob::Glob::new()));
-    set.insert(Arc::new(tools::grep::Grep::new()));
-    set.insert(Arc::new(tools::jobs::JobKill::new()));
-    set.insert(Arc::new(tools::jobs::JobList::new()));
-    set.insert(Arc::new(tools::jobs::JobOutput::new()));
-    set.insert(Arc::new(tools::read::Read::new()));
-    set.insert(Arc::new(tools::read_image::ReadImage::new()));
-    set.insert(Arc::new(tools::todo_write::TodoWrite::new()));
-    set.insert(Arc::new(tools::web_fetch::WebFetch::new(config)));
-    set.insert(Arc::new(tools::write::Write::new()));
+    set.insert(Arc::new(tools::Typed(tools::bash::Bash::new(
+        config.clone(),
+    ))));
+    set.insert(Arc::new(tools::Typed(tools::edit::Edit::new())));
+    set.insert(Arc::new(tools::Typed(tools::glob::Glob::new())));
+    set.insert(Arc::new(tools::Typed(tools::grep::Grep::new())));
+    set.insert(Arc::new(tools::Typed(tools::jobs::JobKill::new())));
+    set.insert(Arc::new(tools::Typed(tools::jobs::JobList::new())));
+    set.insert(Arc::new(tools::Typed(tools::jobs::JobOutput::new())));
+    set.insert(Arc::new(tools::Typed(tools::read::Read::new())));
+    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new())));
+    set.insert(Arc::new(tools::Typed(tools::todo_write::TodoWrite::new())));
+    set.insert(Arc::new(tools::Typed(tools::web_fetch::WebFetch::new(
+        config,
+    ))));
+    set.insert(Arc::new(tools::Typed(tools::write::Write::new())));
     set
 }
 
@@ -102,7 +106,9 @@ pub fn sdk_tools(config: ToolsConfig) -> ToolSet {
 pub fn sdk_minimal_tools(config: ToolsConfig) -> ToolSet {
     let config = Arc::new(config);
     let mut set = ToolSet::new();
-    set.insert(Arc::new(tools::shell::PersistentBash::new(config)));
-    set.insert(Arc::new(tools::read_image::ReadImage::new()));
+    set.insert(Arc::new(tools::Typed(tools::shell::PersistentBash::new(
+        config,
+    ))));
+    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new())));
     set
 }

@@ -1,10 +1,10 @@
 //! `bash` (sdk profile): one fresh `bash -c` per call, run as a session job
 //! inside the sandbox.
 
-use super::{boolean, justification, number, sandbox_permissions, spec, string};
+use super::{TypedTool, boolean, justification, number, sandbox_permissions, spec, string};
 use crate::approval::check_escalation;
 use crate::jobs::{self, Job, JobEnd, Outcome, render::render};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, ToolsConfig, args, paths};
+use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -17,7 +17,7 @@ const MAX_TIMEOUT_MS: f64 = 600_000.0;
 const DESCRIPTION: &str = "Run a shell command with bash in a fresh process (no state carries over between calls; use workdir instead of cd). The command runs inside the session's file-system sandbox with stdin closed. The result holds stdout, then a [stderr] section if anything was written there, then status lines such as [exit code: N] for a non-zero exit. A non-zero exit is reported, not treated as a tool failure. Output longer than 30000 bytes keeps its end and names a file holding all of it. A command still running when timeoutMs (default 60000) expires keeps running as a background job whose id is returned; check it with job_output and stop it with job_kill. Set run_in_background for servers and other long-lived commands.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     command: String,
     #[serde(rename = "timeoutMs")]
     timeout_ms: Option<f64>,
@@ -72,7 +72,7 @@ impl Bash {
         Self { spec, config }
     }
 
-    async fn call(&self, args: Args, ctx: ToolContext) -> ToolOutput {
+    async fn run_command(&self, args: Args, ctx: ToolContext) -> ToolOutput {
         if let Some(declined) = check_escalation(
             &ctx,
             "bash",
@@ -178,22 +178,15 @@ fn with_job(mut meta: serde_json::Value, id: &str) -> serde_json::Value {
     meta
 }
 
-impl Tool for Bash {
+impl TypedTool for Bash {
+    type Args = Args;
+    const PARALLEL: bool = false;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        false
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            match parsed {
-                Ok(args) => self.call(args, ctx).await,
-                Err(out) => out.into(),
-            }
-        })
+    async fn call(&self, args: Args, ctx: ToolContext) -> ToolOutput {
+        self.run_command(args, ctx).await
     }
 }

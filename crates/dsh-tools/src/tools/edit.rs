@@ -1,9 +1,9 @@
 //! `edit`: literal search-and-replace in a text file.
 
-use super::{boolean, justification, sandbox_permissions, spec, string};
+use super::{TypedTool, boolean, justification, sandbox_permissions, spec, string};
 use crate::approval::check_escalation;
 use crate::write_guard::{check_mode, check_read_first};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -12,7 +12,7 @@ use std::path::Path;
 const DESCRIPTION: &str = "Change part of a text file by replacing an exact piece of text. old_string is matched literally, including whitespace and indentation, and must occur exactly once unless replace_all is set; include enough surrounding lines to make it unique. The file must have been read with read in this session first. Writes are limited by the session's sandbox mode.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     file_path: String,
     old_string: String,
     new_string: String,
@@ -59,35 +59,27 @@ impl Edit {
     }
 }
 
-impl Tool for Edit {
+impl TypedTool for Edit {
+    type Args = Args;
+    const PARALLEL: bool = false;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        false
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            let a = match parsed {
-                Ok(a) => a,
-                Err(out) => return out.into(),
-            };
-            if let Some(declined) = check_escalation(
-                &ctx,
-                "edit",
-                a.sandbox_permissions.as_deref(),
-                a.justification.as_deref(),
-            ) {
-                return declined;
-            }
-            let path = paths::resolve(&ctx.cwd, &a.file_path);
-            let task = tokio::task::spawn_blocking(move || edit_file(&ctx, &path, &a));
-            task.await.unwrap_or_else(|err| {
-                ToolOutput::failure(format!("Error: editing the file failed: {err}"))
-            })
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        if let Some(declined) = check_escalation(
+            &ctx,
+            "edit",
+            a.sandbox_permissions.as_deref(),
+            a.justification.as_deref(),
+        ) {
+            return declined;
+        }
+        let path = paths::resolve(&ctx.cwd, &a.file_path);
+        let task = tokio::task::spawn_blocking(move || edit_file(&ctx, &path, &a));
+        task.await.unwrap_or_else(|err| {
+            ToolOutput::failure(format!("Error: editing the file failed: {err}"))
         })
     }
 }

@@ -1,7 +1,7 @@
 //! `glob`: files whose path matches a glob pattern, newest first.
 
-use super::{spec, string};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use super::{TypedTool, spec, string};
+use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use globset::GlobBuilder;
 use serde::Deserialize;
@@ -15,7 +15,7 @@ pub(crate) const GLOB_LIMIT: usize = 100;
 const DESCRIPTION: &str = "Find files by name pattern, e.g. \"**/*.rs\" or \"src/**/test_*.py\". The pattern is matched against paths relative to the search directory: * and ? stay within one path segment, ** spans any number of directories, {a,b} gives alternatives. Returns absolute paths of files (not directories), most recently modified first, at most 100. Files excluded by .gitignore and .ignore files, and the .git directory, are skipped.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     pattern: String,
     path: Option<String>,
 }
@@ -51,31 +51,22 @@ impl Glob {
     }
 }
 
-impl Tool for Glob {
+impl TypedTool for Glob {
+    type Args = Args;
+    const PARALLEL: bool = true;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        true
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            let a = match parsed {
-                Ok(a) => a,
-                Err(out) => return out.into(),
-            };
-            let base = match &a.path {
-                Some(path) => paths::resolve(&ctx.cwd, path),
-                None => ctx.cwd.clone(),
-            };
-            let task = tokio::task::spawn_blocking(move || glob(&base, &a.pattern));
-            task.await.unwrap_or_else(|err| {
-                ToolOutput::failure(format!("Error: the search failed: {err}"))
-            })
-        })
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        let base = match &a.path {
+            Some(path) => paths::resolve(&ctx.cwd, path),
+            None => ctx.cwd.clone(),
+        };
+        let task = tokio::task::spawn_blocking(move || glob(&base, &a.pattern));
+        task.await
+            .unwrap_or_else(|err| ToolOutput::failure(format!("Error: the search failed: {err}")))
     }
 }
 

@@ -1,7 +1,7 @@
 //! `grep`: regular-expression search through file contents.
 
-use super::{spec, string};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use super::{TypedTool, spec, string};
+use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
@@ -19,7 +19,7 @@ const MAX_LINE_CHARS: usize = 500;
 const DESCRIPTION: &str = "Search file contents with a regular expression (Rust regex syntax, like ripgrep: \\b, \\d, (?i) for case-insensitive, escape literal braces and dots). Searches a file, or every file under a directory except those excluded by .gitignore/.ignore files, the .git directory and binary files. Results are grouped by file in path order: the file's absolute path followed by a colon, then its matching lines as \"  N: text\". At most 250 matching lines are returned.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     pattern: String,
     path: Option<String>,
     include: Option<String>,
@@ -57,32 +57,23 @@ impl Grep {
     }
 }
 
-impl Tool for Grep {
+impl TypedTool for Grep {
+    type Args = Args;
+    const PARALLEL: bool = true;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        true
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            let a = match parsed {
-                Ok(a) => a,
-                Err(out) => return out.into(),
-            };
-            let root = match &a.path {
-                Some(path) => paths::resolve(&ctx.cwd, path),
-                None => ctx.cwd.clone(),
-            };
-            let task =
-                tokio::task::spawn_blocking(move || grep(&root, &a.pattern, a.include.as_deref()));
-            task.await.unwrap_or_else(|err| {
-                ToolOutput::failure(format!("Error: the search failed: {err}"))
-            })
-        })
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        let root = match &a.path {
+            Some(path) => paths::resolve(&ctx.cwd, path),
+            None => ctx.cwd.clone(),
+        };
+        let task =
+            tokio::task::spawn_blocking(move || grep(&root, &a.pattern, a.include.as_deref()));
+        task.await
+            .unwrap_or_else(|err| ToolOutput::failure(format!("Error: the search failed: {err}")))
     }
 }
 

@@ -1,9 +1,9 @@
 //! `job_list`, `job_output` and `job_kill`: control of the session's
 //! `bash` jobs.
 
-use super::{boolean, number, spec, string};
+use super::{TypedTool, boolean, number, spec, string};
 use crate::jobs::{Job, JobEnd, now_ms, render::render};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args};
+use crate::{ToolContext, ToolOutput, args};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -72,42 +72,34 @@ impl JobList {
     }
 }
 
-impl Tool for JobList {
+impl TypedTool for JobList {
+    type Args = Value;
+    const PARALLEL: bool = true;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        true
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Value>(&self.spec, arguments);
-        Box::pin(async move {
-            if let Err(out) = parsed {
-                return out.into();
-            }
-            let jobs = ctx.state.jobs();
-            if jobs.is_empty() {
-                return ToolOutput::text("This session has no jobs.")
-                    .with_meta(json!({"jobs": []}));
-            }
-            let lines: Vec<String> = jobs
-                .iter()
-                .map(|job| {
-                    let label = job.label.lines().next().unwrap_or_default();
-                    let label: String = label.chars().take(120).collect();
-                    format!("{}  {}  {}", job.id, summary(job), label)
-                })
-                .collect();
-            let meta: Vec<Value> = jobs.iter().map(|job| job_meta(job)).collect();
-            ToolOutput::text(lines.join("\n")).with_meta(json!({"jobs": meta}))
-        })
+    async fn call(&self, _args: Value, ctx: ToolContext) -> ToolOutput {
+        let jobs = ctx.state.jobs();
+        if jobs.is_empty() {
+            return ToolOutput::text("This session has no jobs.").with_meta(json!({"jobs": []}));
+        }
+        let lines: Vec<String> = jobs
+            .iter()
+            .map(|job| {
+                let label = job.label.lines().next().unwrap_or_default();
+                let label: String = label.chars().take(120).collect();
+                format!("{}  {}  {}", job.id, summary(job), label)
+            })
+            .collect();
+        let meta: Vec<Value> = jobs.iter().map(|job| job_meta(job)).collect();
+        ToolOutput::text(lines.join("\n")).with_meta(json!({"jobs": meta}))
     }
 }
 
 #[derive(Deserialize)]
-struct OutputArgs {
+pub(crate) struct OutputArgs {
     job_id: String,
     wait: Option<bool>,
     timeout_ms: Option<f64>,
@@ -146,42 +138,35 @@ impl JobOutput {
     }
 }
 
-impl Tool for JobOutput {
+impl TypedTool for JobOutput {
+    type Args = OutputArgs;
+    const PARALLEL: bool = true;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        true
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<OutputArgs>(&self.spec, arguments).and_then(|a| {
-            let wait =
-                args::whole_number("job_output", "timeout_ms", a.timeout_ms, 0, MAX_WAIT_MS)?;
-            Ok((a, wait.unwrap_or(DEFAULT_WAIT_MS)))
-        });
-        Box::pin(async move {
-            let (a, wait_ms) = match parsed {
-                Ok(parsed) => parsed,
+    async fn call(&self, a: OutputArgs, ctx: ToolContext) -> ToolOutput {
+        let wait_ms =
+            match args::whole_number("job_output", "timeout_ms", a.timeout_ms, 0, MAX_WAIT_MS) {
+                Ok(wait) => wait.unwrap_or(DEFAULT_WAIT_MS),
                 Err(out) => return out.into(),
             };
-            let Some(job) = ctx.state.job(&a.job_id) else {
-                return unknown_job(&a.job_id);
-            };
-            let mut extra = Vec::new();
-            if a.wait == Some(true) && job.end().is_none() {
-                tokio::select! {
-                    end = job.wait(Some(Duration::from_millis(wait_ms))) => {
-                        if end.is_none() {
-                            extra.push(format!("[still running after waiting {wait_ms}ms]"));
-                        }
+        let Some(job) = ctx.state.job(&a.job_id) else {
+            return unknown_job(&a.job_id);
+        };
+        let mut extra = Vec::new();
+        if a.wait == Some(true) && job.end().is_none() {
+            tokio::select! {
+                end = job.wait(Some(Duration::from_millis(wait_ms))) => {
+                    if end.is_none() {
+                        extra.push(format!("[still running after waiting {wait_ms}ms]"));
                     }
-                    () = ctx.cancel.cancelled() => {}
                 }
+                () = ctx.cancel.cancelled() => {}
             }
-            output_of(&job, extra)
-        })
+        }
+        output_of(&job, extra)
     }
 }
 
@@ -194,7 +179,7 @@ fn output_of(job: &Arc<Job>, extra: Vec<String>) -> ToolOutput {
 }
 
 #[derive(Deserialize)]
-struct KillArgs {
+pub(crate) struct KillArgs {
     job_id: String,
     reason: Option<String>,
 }
@@ -226,50 +211,43 @@ impl JobKill {
     }
 }
 
-impl Tool for JobKill {
+impl TypedTool for JobKill {
+    type Args = KillArgs;
+    const PARALLEL: bool = false;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        false
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<KillArgs>(&self.spec, arguments);
-        Box::pin(async move {
-            let a = match parsed {
-                Ok(a) => a,
-                Err(out) => return out.into(),
-            };
-            let Some(job) = ctx.state.job(&a.job_id) else {
-                return unknown_job(&a.job_id);
-            };
-            if let Some(end) = job.end() {
-                // Stray children of a finished command still go.
-                job.kill("job_kill");
-                return ToolOutput::text(format!(
-                    "Job {} had already ended ({}); nothing was running.",
-                    job.id,
-                    end.outcome.detail()
-                ))
-                .with_meta(job_meta(&job));
+    async fn call(&self, a: KillArgs, ctx: ToolContext) -> ToolOutput {
+        let Some(job) = ctx.state.job(&a.job_id) else {
+            return unknown_job(&a.job_id);
+        };
+        if let Some(end) = job.end() {
+            // Stray children of a finished command still go.
+            job.kill("job_kill");
+            return ToolOutput::text(format!(
+                "Job {} had already ended ({}); nothing was running.",
+                job.id,
+                end.outcome.detail()
+            ))
+            .with_meta(job_meta(&job));
+        }
+        let reason = a
+            .reason
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| "job_kill".to_owned());
+        job.kill(&reason);
+        match job.wait(Some(KILL_SETTLE)).await {
+            Some(_) => {
+                ToolOutput::text(format!("Job {} was killed.", job.id)).with_meta(job_meta(&job))
             }
-            let reason = a
-                .reason
-                .map(|r| r.trim().to_owned())
-                .filter(|r| !r.is_empty())
-                .unwrap_or_else(|| "job_kill".to_owned());
-            job.kill(&reason);
-            match job.wait(Some(KILL_SETTLE)).await {
-                Some(_) => ToolOutput::text(format!("Job {} was killed.", job.id))
-                    .with_meta(job_meta(&job)),
-                None => ToolOutput::failure(format!(
-                    "Error: job {} was sent SIGKILL but has not ended yet.",
-                    job.id
-                ))
-                .with_meta(job_meta(&job)),
-            }
-        })
+            None => ToolOutput::failure(format!(
+                "Error: job {} was sent SIGKILL but has not ended yet.",
+                job.id
+            ))
+            .with_meta(job_meta(&job)),
+        }
     }
 }

@@ -12,8 +12,47 @@ pub(crate) mod todo_write;
 pub(crate) mod web_fetch;
 pub(crate) mod write;
 
+use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args};
 use dsh_llm::ToolSpec;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
+use std::future::Future;
+
+/// A tool whose arguments are parsed into [`TypedTool::Args`] before it
+/// runs: parsing, schema errors and boxing live once, in [`Typed`].
+pub(crate) trait TypedTool: Send + Sync {
+    /// The parsed arguments.
+    type Args: DeserializeOwned + Send + 'static;
+    /// Whether calls may run alongside other parallel calls.
+    const PARALLEL: bool;
+    /// Name, description and schema.
+    fn spec(&self) -> &ToolSpec;
+    /// Runs one call with valid arguments.
+    fn call(&self, args: Self::Args, ctx: ToolContext) -> impl Future<Output = ToolOutput> + Send;
+}
+
+/// The [`Tool`] of a [`TypedTool`].
+pub(crate) struct Typed<T>(pub T);
+
+impl<T: TypedTool> Tool for Typed<T> {
+    fn spec(&self) -> &ToolSpec {
+        self.0.spec()
+    }
+
+    fn parallel(&self) -> bool {
+        T::PARALLEL
+    }
+
+    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
+        let parsed = args::parse::<T::Args>(self.0.spec(), arguments);
+        Box::pin(async move {
+            match parsed {
+                Ok(args) => self.0.call(args, ctx).await,
+                Err(out) => out.into(),
+            }
+        })
+    }
+}
 
 /// A spec from its name, description and `(property, schema)` list (kept
 /// in order) plus the required property names.

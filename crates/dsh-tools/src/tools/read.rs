@@ -1,7 +1,7 @@
 //! `read`: numbered lines of a text file.
 
-use super::{number, spec, string};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use super::{TypedTool, number, spec, string};
+use crate::{ToolContext, ToolOutput, args, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -19,7 +19,7 @@ const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 const DESCRIPTION: &str = "Read a text file and return its lines numbered from 1, as \"N: text\". Reads up to 2000 lines from the start by default; use offset and limit to page through longer files (the footer says where to continue). Lines longer than 2000 characters are cut. Directories, binary files and images are refused (use read_image for pictures). Reading a file is required before changing it with write or edit.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     file_path: String,
     offset: Option<f64>,
     limit: Option<f64>,
@@ -58,42 +58,37 @@ impl Read {
     }
 }
 
-impl Tool for Read {
+impl TypedTool for Read {
+    type Args = Args;
+    const PARALLEL: bool = true;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        true
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments).and_then(|a| {
-            let offset = args::whole_number("read", "offset", a.offset, 1, u64::MAX >> 11)?;
-            let limit = args::whole_number("read", "limit", a.limit, 1, u64::MAX >> 11)?;
-            Ok((
-                a.file_path,
-                offset.unwrap_or(1),
-                limit.unwrap_or(DEFAULT_LIMIT),
-            ))
-        });
-        Box::pin(async move {
-            let (file_path, offset, limit) = match parsed {
-                Ok(parsed) => parsed,
-                Err(out) => return out.into(),
-            };
-            let path = paths::resolve(&ctx.cwd, &file_path);
-            let state = ctx.state.clone();
-            let task = tokio::task::spawn_blocking(move || {
-                let out = read_file(path.clone(), offset, limit);
-                if !out.is_error {
-                    state.mark_seen(&path);
-                }
-                out
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        let numbers =
+            args::whole_number("read", "offset", a.offset, 1, u64::MAX >> 11).and_then(|offset| {
+                Ok((
+                    offset,
+                    args::whole_number("read", "limit", a.limit, 1, u64::MAX >> 11)?,
+                ))
             });
-            task.await.unwrap_or_else(|err| {
-                ToolOutput::failure(format!("Error: reading the file failed: {err}"))
-            })
+        let (offset, limit) = match numbers {
+            Ok((offset, limit)) => (offset.unwrap_or(1), limit.unwrap_or(DEFAULT_LIMIT)),
+            Err(out) => return out.into(),
+        };
+        let path = paths::resolve(&ctx.cwd, &a.file_path);
+        let state = ctx.state.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let out = read_file(path.clone(), offset, limit);
+            if !out.is_error {
+                state.mark_seen(&path);
+            }
+            out
+        });
+        task.await.unwrap_or_else(|err| {
+            ToolOutput::failure(format!("Error: reading the file failed: {err}"))
         })
     }
 }

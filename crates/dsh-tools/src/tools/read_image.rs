@@ -1,7 +1,7 @@
 //! `read_image`: a PNG, JPEG, GIF or WebP file as an image block.
 
-use super::{spec, string};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, output::text_block, paths};
+use super::{TypedTool, spec, string};
+use crate::{ToolContext, ToolOutput, output::text_block, paths};
 use base64::Engine;
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
@@ -14,7 +14,7 @@ pub(crate) const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
 const DESCRIPTION: &str = "Look at an image file (PNG, JPEG, GIF or WebP, up to 10 MiB). The picture is attached to the result so you can see it. The type is recognised from the file's content, not its name.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     file_path: String,
 }
 
@@ -56,27 +56,19 @@ impl ReadImage {
     }
 }
 
-impl Tool for ReadImage {
+impl TypedTool for ReadImage {
+    type Args = Args;
+    const PARALLEL: bool = true;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        true
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            let a = match parsed {
-                Ok(a) => a,
-                Err(out) => return out.into(),
-            };
-            let path = paths::resolve(&ctx.cwd, &a.file_path);
-            let task = tokio::task::spawn_blocking(move || read_image(path));
-            task.await.unwrap_or_else(|err| {
-                ToolOutput::failure(format!("Error: reading the image failed: {err}"))
-            })
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        let path = paths::resolve(&ctx.cwd, &a.file_path);
+        let task = tokio::task::spawn_blocking(move || read_image(path));
+        task.await.unwrap_or_else(|err| {
+            ToolOutput::failure(format!("Error: reading the image failed: {err}"))
         })
     }
 }

@@ -1,8 +1,8 @@
 //! `bash` (sdk-minimal): commands in the session's persistent shell.
 
-use super::{spec, string};
+use super::{TypedTool, spec, string};
 use crate::shell::{RunEnd, Shell, quote};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, ToolsConfig, args};
+use crate::{ToolContext, ToolOutput, ToolsConfig};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -14,7 +14,7 @@ pub(crate) const SHELL_OUTPUT_LIMIT: usize = 16_000;
 const DESCRIPTION: &str = "Run a command in a persistent bash shell. The shell lives for the whole session: the working directory, variables and functions set by one call are still there in the next. stdout and stderr come back together, followed by [Command finished with exit code N]. Only the last 16000 characters of output are shown. A command running longer than 300 seconds is stopped and the shell restarts fresh. Commands get no stdin, so avoid interactive programs.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     command: String,
 }
 
@@ -37,7 +37,7 @@ impl PersistentBash {
         }
     }
 
-    async fn call(&self, command: String, ctx: ToolContext) -> ToolOutput {
+    async fn run_command(&self, command: String, ctx: ToolContext) -> ToolOutput {
         if ctx.state.is_shut_down() {
             return ToolOutput::failure(
                 "Error: the session is shutting down; no new commands can start.",
@@ -144,22 +144,15 @@ fn clip(output: &str, dropped: bool, notes: &mut Vec<String>) -> String {
     kept
 }
 
-impl Tool for PersistentBash {
+impl TypedTool for PersistentBash {
+    type Args = Args;
+    const PARALLEL: bool = false;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        false
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            match parsed {
-                Ok(a) => self.call(a.command, ctx).await,
-                Err(out) => out.into(),
-            }
-        })
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        self.run_command(a.command, ctx).await
     }
 }

@@ -1,8 +1,9 @@
 //! `todo_write`: replace the session's todo list.
 
+use super::TypedTool;
 use super::spec;
 use crate::todo::{Todo, TodoStatus};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args};
+use crate::{ToolContext, ToolOutput};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -10,7 +11,7 @@ use serde_json::json;
 const DESCRIPTION: &str = "Keep a todo list for multi-step work. Each call replaces the whole list, so always send every item with its current status: pending, in_progress (normally one item at a time) or completed. Update it as you go so the plan and progress stay visible.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     todos: Vec<Todo>,
 }
 
@@ -49,33 +50,26 @@ impl TodoWrite {
     }
 }
 
-impl Tool for TodoWrite {
+impl TypedTool for TodoWrite {
+    type Args = Args;
+    const PARALLEL: bool = false;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        false
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            let todos = match parsed {
-                Ok(a) => a.todos,
-                Err(out) => return out.into(),
-            };
-            ctx.host.emit("todo/write", json!({"todos": todos}));
-            ctx.state.set_todos(todos.clone());
-            let count = |status: TodoStatus| todos.iter().filter(|t| t.status == status).count();
-            let summary = format!(
-                "Todo list saved: {} items ({} completed, {} in progress, {} pending).",
-                todos.len(),
-                count(TodoStatus::Completed),
-                count(TodoStatus::InProgress),
-                count(TodoStatus::Pending)
-            );
-            ToolOutput::text(summary).with_meta(json!({"todos": todos}))
-        })
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        let todos = a.todos;
+        ctx.host.emit("todo/write", json!({"todos": todos}));
+        ctx.state.set_todos(todos.clone());
+        let count = |status: TodoStatus| todos.iter().filter(|t| t.status == status).count();
+        let summary = format!(
+            "Todo list saved: {} items ({} completed, {} in progress, {} pending).",
+            todos.len(),
+            count(TodoStatus::Completed),
+            count(TodoStatus::InProgress),
+            count(TodoStatus::Pending)
+        );
+        ToolOutput::text(summary).with_meta(json!({"todos": todos}))
     }
 }

@@ -1,7 +1,7 @@
 //! `web_fetch`: fetch an http(s) URL and return its text.
 
-use super::{spec, string};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, ToolsConfig, args, html};
+use super::{TypedTool, spec, string};
+use crate::{ToolContext, ToolOutput, ToolsConfig, html};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -19,7 +19,7 @@ const MAX_REDIRECTS: usize = 5;
 const DESCRIPTION: &str = "Fetch a web page or other text resource over http or https and return its content as text. HTML is reduced to plain text (scripts, styles and tags removed; links and layout are lost). Up to 5 redirects are followed, the request gives up after 30 seconds, at most 5 MiB is downloaded and 100000 characters returned. Binary content such as images or archives is refused, and so is any answer other than a 2xx success.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     url: String,
 }
 
@@ -46,27 +46,20 @@ impl WebFetch {
     }
 }
 
-impl Tool for WebFetch {
+impl TypedTool for WebFetch {
+    type Args = Args;
+    const PARALLEL: bool = true;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        true
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            let url = match parsed {
-                Ok(a) => a.url,
-                Err(out) => return out.into(),
-            };
-            tokio::select! {
-                out = fetch(&url, &self.config) => out,
-                () = ctx.cancel.cancelled() => ToolOutput::failure("Error: the fetch was cancelled."),
-            }
-        })
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        let url = a.url;
+        tokio::select! {
+            out = fetch(&url, &self.config) => out,
+            () = ctx.cancel.cancelled() => ToolOutput::failure("Error: the fetch was cancelled."),
+        }
     }
 }
 

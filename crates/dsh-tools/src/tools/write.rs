@@ -1,9 +1,9 @@
 //! `write`: create or replace a UTF-8 text file.
 
-use super::{justification, sandbox_permissions, spec, string};
+use super::{TypedTool, justification, sandbox_permissions, spec, string};
 use crate::approval::check_escalation;
 use crate::write_guard::{check_mode, check_read_first};
-use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args, paths};
+use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -11,7 +11,7 @@ use serde_json::json;
 const DESCRIPTION: &str = "Create a text file or replace all of its content. Parent directories are created as needed. An existing file must have been read with read in this session first, and must not have changed since. Prefer edit for changing part of a file. Writes are limited by the session's sandbox mode.";
 
 #[derive(Deserialize)]
-struct Args {
+pub(crate) struct Args {
     file_path: String,
     content: String,
     sandbox_permissions: Option<String>,
@@ -46,35 +46,27 @@ impl Write {
     }
 }
 
-impl Tool for Write {
+impl TypedTool for Write {
+    type Args = Args;
+    const PARALLEL: bool = false;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        false
-    }
-
-    fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {
-        let parsed = args::parse::<Args>(&self.spec, arguments);
-        Box::pin(async move {
-            let a = match parsed {
-                Ok(a) => a,
-                Err(out) => return out.into(),
-            };
-            if let Some(declined) = check_escalation(
-                &ctx,
-                "write",
-                a.sandbox_permissions.as_deref(),
-                a.justification.as_deref(),
-            ) {
-                return declined;
-            }
-            let path = paths::resolve(&ctx.cwd, &a.file_path);
-            let task = tokio::task::spawn_blocking(move || write_file(&ctx, &path, &a.content));
-            task.await.unwrap_or_else(|err| {
-                ToolOutput::failure(format!("Error: writing the file failed: {err}"))
-            })
+    async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        if let Some(declined) = check_escalation(
+            &ctx,
+            "write",
+            a.sandbox_permissions.as_deref(),
+            a.justification.as_deref(),
+        ) {
+            return declined;
+        }
+        let path = paths::resolve(&ctx.cwd, &a.file_path);
+        let task = tokio::task::spawn_blocking(move || write_file(&ctx, &path, &a.content));
+        task.await.unwrap_or_else(|err| {
+            ToolOutput::failure(format!("Error: writing the file failed: {err}"))
         })
     }
 }
