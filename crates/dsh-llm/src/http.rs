@@ -86,6 +86,7 @@ pub fn http_failure(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmFailure
         .and_then(Value::as_str)
         .map(str::to_owned)
         .or_else(|| error.as_str().map(str::to_owned))
+        .filter(|m| !m.trim().is_empty())
         .unwrap_or_else(|| {
             let text = String::from_utf8_lossy(body);
             let text = text.trim();
@@ -314,6 +315,14 @@ mod tests {
             "fake internal error"
         );
         assert_eq!(failure(502, "").message, "HTTP 502");
+        assert_eq!(
+            failure(
+                500,
+                r#"{"type":"error","error":{"type":"api_error","message":" "}}"#
+            )
+            .message,
+            "HTTP 500"
+        );
         assert_eq!(
             failure(502, "<html>bad gateway</html>").message,
             "<html>bad gateway</html>"

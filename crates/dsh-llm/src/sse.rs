@@ -105,3 +105,22 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn decoding_does_not_depend_on_how_bytes_are_split(input in proptest::collection::vec(any::<u8>(), 0..2048), cut in any::<prop::sample::Index>()) {
+            let mut whole = SseDecoder::new();
+            let expected = whole.push(&input);
+            let at = cut.index(input.len() + 1);
+            let mut split = SseDecoder::new();
+            let mut got = split.push(&input[..at]);
+            got.extend(split.push(&input[at..]));
+            prop_assert_eq!(got, expected);
+        }
+    }
+}

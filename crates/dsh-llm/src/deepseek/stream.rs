@@ -86,11 +86,12 @@ impl Translator {
             "message_stop" => self.finish(),
             "error" => {
                 let error = data.get("error").unwrap_or(&data);
+                let kind = error.get("type").and_then(Value::as_str).unwrap_or("error");
                 let message = error
                     .get("message")
                     .and_then(Value::as_str)
-                    .unwrap_or("provider error")
-                    .to_owned();
+                    .filter(|m| !m.trim().is_empty())
+                    .map_or_else(|| format!("{LABEL} stream reported {kind}"), str::to_owned);
                 let code = match error.get("type").and_then(Value::as_str) {
                     Some("overloaded_error" | "api_error") => "SERVER",
                     Some("rate_limit_error") => "RATE_LIMIT",
@@ -464,5 +465,82 @@ mod tests {
             run(&bad_args).err().map(|f| f.code),
             Some("MALFORMED_RESPONSE".into())
         );
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_event() -> impl Strategy<Value = SseEvent> {
+        let kinds = prop::sample::select(vec![
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+            "ping",
+            "error",
+            "other",
+        ]);
+        let block = prop::sample::select(vec!["text", "thinking", "tool_use", "image", ""]);
+        let delta = prop::sample::select(vec![
+            "text_delta",
+            "thinking_delta",
+            "signature_delta",
+            "input_json_delta",
+            "x",
+        ]);
+        let stop = prop::sample::select(vec![
+            "end_turn",
+            "tool_use",
+            "max_tokens",
+            "stop_sequence",
+            "refusal",
+        ]);
+        (kinds, block, delta, stop, 0u64..4, any::<String>(), any::<bool>()).prop_map(|(kind, block, delta, stop, index, text, garbage)| {
+            if garbage {
+                return SseEvent { event: None, data: text };
+            }
+            let data = json!({
+                "type": kind,
+                "index": index,
+                "message": {"usage": {"input_tokens": index}},
+                "content_block": {"type": block, "id": text, "name": text},
+                "delta": {"type": delta, "text": text, "thinking": text, "signature": text, "partial_json": text, "stop_reason": stop},
+                "usage": {"output_tokens": index},
+                "error": {"type": "api_error", "message": text},
+            });
+            SseEvent { event: Some(kind.to_owned()), data: data.to_string() }
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_streams_never_panic_and_indices_stay_dense(events in proptest::collection::vec(arb_event(), 0..40)) {
+            let mut translator = Translator::new("m");
+            let mut started = 0u32;
+            for event in &events {
+                match translator.event(event) {
+                    Ok(chunks) => {
+                        for chunk in chunks {
+                            if let StreamChunk::BlockStart { index, .. } = chunk {
+                                prop_assert_eq!(index, started);
+                                started += 1;
+                            }
+                        }
+                    }
+                    Err(failure) => {
+                        prop_assert!(!failure.code.is_empty() && !failure.message.is_empty());
+                        break;
+                    }
+                }
+                if translator.done() {
+                    break;
+                }
+            }
+        }
     }
 }
