@@ -88,9 +88,11 @@ pub fn http_failure(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmFailure
         .or_else(|| error.as_str().map(str::to_owned))
         .filter(|m| !m.trim().is_empty())
         .unwrap_or_else(|| {
+            // A body that is not JSON (an HTML error page, plain text) is
+            // the best message there is; a JSON body without one is not.
             let text = String::from_utf8_lossy(body);
             let text = text.trim();
-            if text.is_empty() {
+            if text.is_empty() || !json.is_null() {
                 format!("HTTP {status}")
             } else {
                 text.chars().take(500).collect()
