@@ -315,3 +315,60 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_payload() -> impl Strategy<Value = String> {
+        let finish =
+            prop::sample::select(vec!["", "stop", "tool_calls", "length", "content_filter"]);
+        (any::<String>(), any::<String>(), 0u64..3, finish, any::<bool>(), any::<u8>()).prop_map(
+            |(text, args, index, finish, garbage, shape)| {
+                if garbage {
+                    return text;
+                }
+                let delta = match shape % 4 {
+                    0 => json!({"content": text}),
+                    1 => json!({"reasoning_content": text}),
+                    2 => json!({"tool_calls": [{"index": index, "id": text, "function": {"name": text, "arguments": args}}]}),
+                    _ => json!({}),
+                };
+                let finish = if finish.is_empty() { Value::Null } else { json!(finish) };
+                json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": {"prompt_tokens": index}}).to_string()
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_payloads_never_panic_and_indices_stay_dense(payloads in proptest::collection::vec(arb_payload(), 0..30)) {
+            let mut translator = Translator::new("m");
+            let mut started = 0u32;
+            let mut ended = 0u32;
+            for payload in payloads.iter().map(String::as_str).chain(["[DONE]"]) {
+                match translator.data(payload) {
+                    Ok(chunks) => {
+                        for chunk in chunks {
+                            match chunk {
+                                StreamChunk::BlockStart { index, .. } => {
+                                    prop_assert_eq!(index, started);
+                                    started += 1;
+                                }
+                                StreamChunk::BlockEnd { .. } => ended += 1,
+                                _ => {}
+                            }
+                        }
+                    }
+                    Err(failure) => {
+                        prop_assert!(!failure.code.is_empty() && !failure.message.is_empty());
+                        return Ok(());
+                    }
+                }
+            }
+            prop_assert!(translator.done());
+            prop_assert_eq!(started, ended, "every opened block is closed at [DONE]");
+        }
+    }
+}
