@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     pub tools: Arc<ToolSet>,
     /// What the model is told it may call.
     pub specs: Arc<Vec<ToolSpec>>,
+    /// The system prompt of this agent's profile and model.
+    pub system_prompt: String,
     /// Per-session tool state: files read, jobs, todos, persistent shell.
     pub session_tools: Arc<SessionTools>,
     /// Where tools append events.
@@ -107,6 +109,7 @@ impl Agent {
             Start::Resumed(facts) => restore(&mut state, *facts),
         }
         let specs = Arc::new(tools::specs(&config.tools));
+        let system_prompt = profile.system_prompt(&config.route.model);
         let inner = Arc::new_cyclic(|weak| Inner {
             id: config.session_id,
             profile,
@@ -116,6 +119,7 @@ impl Agent {
             workspace: config.workspace,
             tools: config.tools,
             specs,
+            system_prompt,
             session_tools: Arc::new(SessionTools::new()),
             host: Arc::new(AgentHost(weak.clone())),
             cancel: CancellationToken::new(),

@@ -170,7 +170,7 @@ fn prepare_request(
     step: u32,
     claimed: Vec<UserMessage>,
 ) -> ModelRequest {
-    let system = inner.profile.system_prompt(&inner.route.model);
+    let system = inner.system_prompt.clone();
     if state.system_prompt.as_deref() != Some(system.as_str()) {
         let message = SystemMessage::prompt(&system);
         state.emit(EventDraft::surfaced(
