@@ -48,3 +48,28 @@ pub(crate) fn check_read_first(ctx: &ToolContext, path: &Path) -> Result<(), Fai
         Some(_) => Ok(()),
     }
 }
+
+/// The shared frame of a file-changing tool call: declines a request for
+/// wider access (approvals fail closed), resolves `file_path` against the
+/// session directory, and runs `change` off the async runtime. `what` names
+/// the action in the error of a crashed blocking task.
+pub(crate) async fn change_file(
+    ctx: ToolContext,
+    tool: &str,
+    escalation: (Option<&str>, Option<&str>),
+    file_path: &str,
+    what: &str,
+    change: impl FnOnce(&ToolContext, &Path) -> crate::ToolOutput + Send + 'static,
+) -> crate::ToolOutput {
+    let (permissions, justification) = escalation;
+    if let Some(declined) =
+        crate::approval::check_escalation(&ctx, tool, permissions, justification)
+    {
+        return declined;
+    }
+    let path = paths::resolve(&ctx.cwd, file_path);
+    let task = tokio::task::spawn_blocking(move || change(&ctx, &path));
+    task.await.unwrap_or_else(|err| {
+        crate::ToolOutput::failure(format!("Error: {what} the file failed: {err}"))
+    })
+}

@@ -1,8 +1,7 @@
 //! `edit`: literal search-and-replace in a text file.
 
 use super::{TypedTool, boolean, justification, sandbox_permissions, spec, string};
-use crate::approval::check_escalation;
-use crate::write_guard::{check_mode, check_read_first};
+use crate::write_guard::{change_file, check_mode, check_read_first};
 use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
@@ -68,19 +67,22 @@ impl TypedTool for Edit {
     }
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
-        if let Some(declined) = check_escalation(
-            &ctx,
+        // `a` moves into the blocking task; the frame needs its own copies.
+        let (permissions, justification, file_path) = (
+            a.sandbox_permissions.clone(),
+            a.justification.clone(),
+            a.file_path.clone(),
+        );
+        let escalation = (permissions.as_deref(), justification.as_deref());
+        change_file(
+            ctx,
             "edit",
-            a.sandbox_permissions.as_deref(),
-            a.justification.as_deref(),
-        ) {
-            return declined;
-        }
-        let path = paths::resolve(&ctx.cwd, &a.file_path);
-        let task = tokio::task::spawn_blocking(move || edit_file(&ctx, &path, &a));
-        task.await.unwrap_or_else(|err| {
-            ToolOutput::failure(format!("Error: editing the file failed: {err}"))
-        })
+            escalation,
+            &file_path,
+            "editing",
+            move |ctx, path| edit_file(ctx, path, &a),
+        )
+        .await
     }
 }
 

@@ -1,8 +1,7 @@
 //! `write`: create or replace a UTF-8 text file.
 
 use super::{TypedTool, justification, sandbox_permissions, spec, string};
-use crate::approval::check_escalation;
-use crate::write_guard::{check_mode, check_read_first};
+use crate::write_guard::{change_file, check_mode, check_read_first};
 use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
@@ -55,19 +54,17 @@ impl TypedTool for Write {
     }
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
-        if let Some(declined) = check_escalation(
-            &ctx,
+        let escalation = (a.sandbox_permissions.as_deref(), a.justification.as_deref());
+        let content = a.content.clone();
+        change_file(
+            ctx,
             "write",
-            a.sandbox_permissions.as_deref(),
-            a.justification.as_deref(),
-        ) {
-            return declined;
-        }
-        let path = paths::resolve(&ctx.cwd, &a.file_path);
-        let task = tokio::task::spawn_blocking(move || write_file(&ctx, &path, &a.content));
-        task.await.unwrap_or_else(|err| {
-            ToolOutput::failure(format!("Error: writing the file failed: {err}"))
-        })
+            escalation,
+            &a.file_path,
+            "writing",
+            move |ctx, path| write_file(ctx, path, &content),
+        )
+        .await
     }
 }
 
