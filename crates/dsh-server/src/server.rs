@@ -20,7 +20,7 @@ use tokio::io::AsyncRead;
 /// What the process-wide server is built from.
 pub struct ServerConfig {
     /// The profile every agent runs with.
-    pub profile: Profile,
+    pub profile: Arc<Profile>,
     /// Mounts providers for `initialize` routes.
     pub registry: ProviderRegistry,
     /// Where sessions are stored (`DSH_HOME/sessions`).
@@ -59,13 +59,7 @@ pub struct Server {
 
 pub(crate) struct ServerInner {
     pub writer: FrameWriter,
-    pub profile: Arc<Profile>,
-    pub registry: ProviderRegistry,
-    pub store: SessionStore,
-    pub encoding: Encoding,
-    pub tools: Arc<ToolSet>,
-    pub retry: RetryPolicy,
-    pub process_cwd: PathBuf,
+    pub config: ServerConfig,
     muted: Arc<AtomicBool>,
     state: Mutex<Registry>,
 }
@@ -85,13 +79,7 @@ impl Server {
         Self {
             inner: Arc::new(ServerInner {
                 writer,
-                profile: Arc::new(config.profile),
-                registry: config.registry,
-                store: config.store,
-                encoding: config.encoding,
-                tools: config.tools,
-                retry: config.retry,
-                process_cwd: config.process_cwd,
+                config,
                 muted: Arc::new(AtomicBool::new(false)),
                 state: Mutex::new(Registry::default()),
             }),
@@ -127,13 +115,13 @@ impl Server {
     ) -> AgentConfig {
         AgentConfig {
             session_id: id.to_owned(),
-            profile: Arc::clone(&self.inner.profile),
+            profile: Arc::clone(&self.inner.config.profile),
             route: init.route,
             provider: init.provider,
-            retry: self.inner.retry.clone(),
+            retry: self.inner.config.retry.clone(),
             workspace,
             log,
-            tools: Arc::clone(&self.inner.tools),
+            tools: Arc::clone(&self.inner.config.tools),
         }
     }
 
@@ -156,7 +144,11 @@ impl Server {
         }
         let header =
             SessionHeader::root(id, now_ms(), Some(init.cwd.to_string_lossy().into_owned()));
-        let writer = SessionWriter::create(&self.inner.store, &header, self.inner.encoding)?;
+        let writer = SessionWriter::create(
+            &self.inner.config.store,
+            &header,
+            self.inner.config.encoding,
+        )?;
         let log =
             EventLog::new(id, Some(self.publisher() as Arc<dyn EventObserver>)).with_writer(writer);
         let workspace = init.cwd.clone();
@@ -181,6 +173,7 @@ impl Server {
         }
         let location = self
             .inner
+            .config
             .store
             .locate(id)?
             .ok_or_else(|| RpcError::NotFound(id.to_owned()))?;

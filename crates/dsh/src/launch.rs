@@ -208,7 +208,7 @@ impl Launch {
             ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),
         };
         ServerConfig {
-            profile: self.profile,
+            profile: std::sync::Arc::new(self.profile),
             store: SessionStore::new(self.providers.dsh_home.clone()),
             encoding,
             tools: std::sync::Arc::new(tools),

@@ -37,7 +37,7 @@ pub fn handle(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
     };
     let cwd =
         params::string(p, "cwd").ok_or_else(|| invalid("initialize requires a cwd string"))?;
-    let cwd = resolve(&server.inner().process_cwd, Path::new(cwd));
+    let cwd = resolve(&server.inner().config.process_cwd, Path::new(cwd));
     let provider = optional_string(p, "provider", DEFAULT_PROVIDER)?;
     let model = optional_string(p, "model", DEFAULT_MODEL)?;
     let route = Route {
@@ -46,7 +46,7 @@ pub fn handle(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
         reasoning_effort,
         max_tokens,
     };
-    let provider = server.inner().registry.mount(&route)?;
+    let provider = server.inner().config.registry.mount(&route)?;
     server.registry().initialized = Some(Initialized {
         route,
         provider,

@@ -47,6 +47,7 @@ fn admit_images(server: &Server, blocks: Vec<Value>) -> Result<Vec<Value>, RpcEr
                         .map_err(admit_error)?;
                     let attachment = server
                         .inner()
+                        .config
                         .registry
                         .attachments()
                         .admit(data)
