@@ -284,3 +284,25 @@ def test_openai_compatible_without_a_base_url_fails_initialize(dsh_bin, dsh_home
             harness.start()
     finally:
         harness.close()
+
+
+def test_a_broken_connection_keeps_the_official_message_and_logs_its_cause(fake_model, make_raw, workspace, dsh_home, home):
+    from interop_support import clean_env
+
+    server = fake_model([{"text": ["par", "tial"], "reset": True}, {"text": "ok"}])
+    env = clean_env(dsh_home, home, DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY=KEY,
+                    DSH_RETRY_INITIAL_MS="5", DSH_RETRY_MAX_MS="40")
+    raw = make_raw(env=env)
+    raw.initialize(workspace, model="deepseek-v4-flash", provider="deepseek-official")
+    start = len(raw.frames)
+    raw.prompt("s-reset", "hi")
+    raw.status("s-reset", "idle", start=start)
+    events = [f["params"]["event"] for f in raw.frames[start:] if f.get("method") == "session.event"]
+    retry = first(events, "llm/retry")["data"]
+    assert retry["failure"] == {"message": "DeepSeek Messages transport failed", "code": "TRANSPORT"}
+    assert first(events, "turn/end")["data"]["reason"] == {"kind": "completed"}
+    assert raw.shutdown() == 0
+    raw._err_reader.join(timeout=5)  # stderr is read to its end after exit
+    stderr = raw.stderr.decode(errors="replace")
+    assert "DeepSeek Messages transport failed:" in stderr, stderr
+    assert KEY not in stderr
