@@ -66,8 +66,8 @@ pub use jobs::render::OUTPUT_DISPLAY_LIMIT;
 pub use mode::{ParsePermissionModeError, PermissionMode};
 pub use output::{ToolError, ToolOutput, text_block, unknown_tool};
 pub use sandbox::{
-    LandlockSupport, Launcher, MIN_LANDLOCK_ABI, SANDBOX_EXEC_ARG, SandboxConfig, SandboxProbe,
-    sandbox_exec_main, sandbox_exec_with,
+    HiddenEnv, LandlockSupport, Launcher, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, NetworkAccess,
+    SANDBOX_EXEC_ARG, SandboxConfig, SandboxProbe, sandbox_exec_main, sandbox_exec_with,
 };
 pub use session::SessionTools;
 pub use todo::{Todo, TodoStatus};

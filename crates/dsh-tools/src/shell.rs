@@ -57,12 +57,9 @@ impl Shell {
         cwd: &Path,
         workspace: &Path,
     ) -> std::io::Result<Self> {
-        let (program, args) =
-            config
-                .sandbox
-                .command_line(mode, workspace, "bash", &["--noprofile", "--norc"]);
-        let mut child = tokio::process::Command::new(program)
-            .args(args)
+        let mut child = config
+            .sandbox
+            .command(mode, workspace, "bash", &["--noprofile", "--norc"])
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

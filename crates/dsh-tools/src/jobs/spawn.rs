@@ -25,9 +25,8 @@ pub(crate) fn start(
     command: &str,
     host: Arc<dyn ToolHost>,
 ) -> Result<(), String> {
-    let (program, args) = sandbox.command_line(job.mode, workspace, "bash", &["-c", command]);
-    let mut child = tokio::process::Command::new(&program)
-        .args(&args)
+    let mut child = sandbox
+        .command(job.mode, workspace, "bash", &["-c", command])
         .current_dir(&job.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

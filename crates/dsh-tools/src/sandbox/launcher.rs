@@ -1,22 +1,28 @@
-//! The launcher side: `dsh __sandbox-exec <mode> <workspace> -- <program> <args…>`.
+//! The launcher side: `dsh __sandbox-exec <mode> <workspace> [--protect
+//! <dir>]… [--network off] -- <program> <args…>`.
 
-use super::{LandlockSupport, REFUSAL_PREFIX, REFUSED_EXIT, refusal, rules};
+use super::{
+    CONFINE_FLAG, LandlockSupport, NETWORK_FLAG, NetworkAccess, PROTECT_FLAG, REFUSAL_PREFIX,
+    REFUSED_EXIT, SANDBOX_EXEC_ARG, capabilities, mounts, refusal, rules,
+};
 use crate::PermissionMode;
 use rustix::process::Signal;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 /// Runs the launcher with the real kernel probe.
 ///
 /// `args` are the arguments after `__sandbox-exec`:
-/// `<mode> <workspace> -- <program> <args…>`. The launcher confines
-/// itself, runs `program` as its child and supervises it: it returns the
-/// child's exit code (or dies of the child's signal), 2 for bad usage, 121
-/// for a refusal (a `dsh-sandbox-refused: …` line on stderr), 126/127 when
+/// `<mode> <workspace> [--protect <dir>]… [--network off] -- <program>
+/// <args…>`. In a restricted mode the launcher isolates the mounts, then
+/// runs its confined second stage (itself, with `--confine`), which
+/// becomes `program`; it supervises that child: it returns the child's
+/// exit code (or dies of the child's signal), 2 for bad usage, 121 for a
+/// refusal (a `dsh-sandbox-refused: …` line on stderr), 126/127 when
 /// `program` cannot be executed. When the runtime dies it kills its whole
 /// process group.
 pub fn sandbox_exec_main(args: &[OsString]) -> ExitCode {
@@ -25,6 +31,10 @@ pub fn sandbox_exec_main(args: &[OsString]) -> ExitCode {
 
 /// [`sandbox_exec_main`] with an injected kernel probe (for tests).
 pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport) -> ExitCode {
+    let (confine, args) = match args.split_first() {
+        Some((first, rest)) if first == CONFINE_FLAG => (true, rest),
+        _ => (false, args),
+    };
     let invocation = match Invocation::parse(args) {
         Ok(invocation) => invocation,
         Err(message) => {
@@ -32,6 +42,9 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
             return ExitCode::from(2);
         }
     };
+    if confine {
+        return confine_and_exec(&invocation);
+    }
     // The launcher stays as the supervisor of the command: when the runtime
     // dies (even by SIGKILL) the kernel sends it SIGTERM, and it kills its
     // whole process group — the command and anything it left behind.
@@ -43,22 +56,68 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
         // The runtime died before the death signal was armed.
         return ExitCode::from(1);
     }
+    if !invocation.mode.is_restricted() {
+        let mut command = Command::new(&invocation.program);
+        command.args(&invocation.args);
+        return supervise(command, &invocation);
+    }
+    let support = probe();
+    if !support.is_sufficient() {
+        return refuse(invocation.mode, &support.shortfall());
+    }
+    if invocation.network == NetworkAccess::Denied && support.abi < super::NETWORK_LANDLOCK_ABI {
+        return refuse(invocation.mode, &support.network_shortfall());
+    }
+    let writable = rules::writable_roots(invocation.mode, &invocation.workspace);
+    let protected = match invocation.protected_dirs() {
+        Ok(dirs) => dirs,
+        Err(why) => return refuse(invocation.mode, &why),
+    };
+    if let Err(why) = mounts::isolate(&writable, &protected) {
+        return refuse(invocation.mode, &why);
+    }
+    // The second stage is this same image; it confines itself and becomes
+    // the command, while this process stays outside the Landlock domain, out
+    // of reach of the command's signals and ptrace.
+    let mut command = Command::new("/proc/self/exe");
+    command.arg(SANDBOX_EXEC_ARG).arg(CONFINE_FLAG).args(args);
+    supervise(command, &invocation)
+}
+
+/// The second stage: Landlock, no capabilities, then `exec` the program.
+/// Returns only on failure.
+fn confine_and_exec(invocation: &Invocation) -> ExitCode {
     if invocation.mode.is_restricted() {
-        let support = probe();
-        if !support.is_sufficient() {
-            return refuse(invocation.mode, &support.shortfall());
+        let writable = rules::writable_roots(invocation.mode, &invocation.workspace);
+        if let Err(why) = rules::confine(&writable, invocation.network) {
+            return refuse(invocation.mode, &why);
         }
-        if let Err(why) = rules::confine(invocation.mode, &invocation.workspace) {
+        if let Err(why) = capabilities::drop_all() {
             return refuse(invocation.mode, &why);
         }
     }
-    supervise(&invocation)
+    let err = Command::new(&invocation.program)
+        .args(&invocation.args)
+        .exec();
+    cannot_run(&invocation.program, &err)
 }
 
-/// Runs the command as a child in this process group (it inherits the
-/// confinement and stdio), kills the group when this process is told to
+fn cannot_run(program: &OsString, err: &std::io::Error) -> ExitCode {
+    eprintln!(
+        "dsh __sandbox-exec: cannot run {}: {err}",
+        program.to_string_lossy()
+    );
+    ExitCode::from(if err.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    })
+}
+
+/// Runs `command` as a child in this process group (it inherits the mount
+/// namespace and stdio), kills the group when this process is told to
 /// stop, and exits the way the command did.
-fn supervise(invocation: &Invocation) -> ExitCode {
+fn supervise(mut command: Command, invocation: &Invocation) -> ExitCode {
     let signals = match Signals::new([SIGTERM, SIGHUP, SIGINT]) {
         Ok(signals) => signals,
         Err(err) => {
@@ -66,23 +125,9 @@ fn supervise(invocation: &Invocation) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut child = match Command::new(&invocation.program)
-        .args(&invocation.args)
-        .spawn()
-    {
+    let mut child = match command.spawn() {
         Ok(child) => child,
-        Err(err) => {
-            eprintln!(
-                "dsh __sandbox-exec: cannot run {}: {err}",
-                invocation.program.to_string_lossy()
-            );
-            let code = if err.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            return ExitCode::from(code);
-        }
+        Err(err) => return cannot_run(&invocation.program, &err),
     };
     let _watcher = std::thread::spawn(move || {
         let mut signals = signals;
@@ -119,29 +164,66 @@ fn refuse(mode: PermissionMode, why: &str) -> ExitCode {
 struct Invocation {
     mode: PermissionMode,
     workspace: PathBuf,
+    protected: Vec<PathBuf>,
+    network: NetworkAccess,
     program: OsString,
     args: Vec<OsString>,
 }
 
 impl Invocation {
     fn parse(args: &[OsString]) -> Result<Self, String> {
-        const USAGE: &str = "usage: __sandbox-exec <mode> <workspace> -- <program> [args…]";
-        let [mode, workspace, separator, program, rest @ ..] = args else {
+        const USAGE: &str = "usage: __sandbox-exec <mode> <workspace> [--protect <dir>]... [--network on|off] -- <program> [args…]";
+        let [mode, workspace, rest @ ..] = args else {
             return Err(USAGE.to_owned());
         };
-        if separator != "--" {
-            return Err(USAGE.to_owned());
-        }
         let mode = mode
             .to_str()
             .ok_or_else(|| USAGE.to_owned())?
             .parse::<PermissionMode>()
             .map_err(|err| err.to_string())?;
-        Ok(Self {
+        let mut invocation = Self {
             mode,
             workspace: PathBuf::from(workspace),
-            program: program.clone(),
-            args: rest.to_vec(),
-        })
+            protected: Vec::new(),
+            network: NetworkAccess::Open,
+            program: OsString::new(),
+            args: Vec::new(),
+        };
+        let mut rest = rest;
+        loop {
+            match rest {
+                [flag, dir, tail @ ..] if flag == PROTECT_FLAG => {
+                    invocation.protected.push(PathBuf::from(dir));
+                    rest = tail;
+                }
+                [flag, value, tail @ ..] if flag == NETWORK_FLAG => {
+                    invocation.network = NetworkAccess::parse(&value.to_string_lossy())?;
+                    rest = tail;
+                }
+                [separator, program, tail @ ..] if separator == "--" => {
+                    invocation.program = program.clone();
+                    invocation.args = tail.to_vec();
+                    return Ok(invocation);
+                }
+                _ => return Err(USAGE.to_owned()),
+            }
+        }
+    }
+
+    /// The protected directories, canonical; each must exist (the runtime
+    /// creates `DSH_HOME` before any command runs), since a missing one
+    /// inside a writable root could be created by the command.
+    fn protected_dirs(&self) -> Result<Vec<PathBuf>, String> {
+        self.protected
+            .iter()
+            .map(|dir| {
+                dir.canonicalize()
+                    .ok()
+                    .filter(|real| real.is_dir())
+                    .ok_or_else(|| {
+                        format!("the protected directory {} does not exist", dir.display())
+                    })
+            })
+            .collect()
     }
 }

@@ -11,6 +11,10 @@ use std::sync::OnceLock;
 /// still empty any readable file, which would break the write restriction.
 pub const MIN_LANDLOCK_ABI: u8 = 3;
 
+/// The lowest Landlock ABI that can deny TCP `connect` and `bind`
+/// (Linux 6.7), needed when the network of commands is off.
+pub const NETWORK_LANDLOCK_ABI: u8 = 4;
+
 /// The Landlock support of the running kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LandlockSupport {
@@ -35,6 +39,14 @@ impl LandlockSupport {
     /// Whether the sandboxed modes can be enforced.
     pub fn is_sufficient(&self) -> bool {
         self.abi >= MIN_LANDLOCK_ABI
+    }
+
+    /// Why the network cannot be denied, for refusal texts.
+    pub(crate) fn network_shortfall(&self) -> String {
+        format!(
+            "DSH_SANDBOX_NETWORK=off needs Landlock ABI {NETWORK_LANDLOCK_ABI} but the kernel offers ABI {}",
+            self.abi
+        )
     }
 
     /// Why the support is not enough, for refusal texts.

@@ -1,9 +1,10 @@
 //! The Landlock ruleset of each restricted mode.
 
+use super::NetworkAccess;
 use crate::PermissionMode;
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use std::path::{Path, PathBuf};
 
@@ -21,26 +22,49 @@ const WRITABLE_DEVICES: [&str; 6] = [
     "/dev/tty",
 ];
 
-/// Restricts the calling thread (and everything it later executes) to
-/// `mode`: read and execute everywhere, write only to the workspace and the
-/// temporary directories (`workspace-write`) or to nothing but harmless
-/// devices (`read-only`). Fails unless the kernel enforces the rights of
-/// ABI 3 at least.
-pub(crate) fn confine(mode: PermissionMode, workspace: &Path) -> Result<(), String> {
-    let handled = handled_rights();
-    let mut writable: Vec<PathBuf> = WRITABLE_DEVICES.iter().map(PathBuf::from).collect();
-    if mode == PermissionMode::WorkspaceWrite {
-        writable.push(workspace.to_path_buf());
-        writable.extend(temp_dirs());
+/// The directories a command may write in `mode`: the workspace and the
+/// temporary directories in `workspace-write`, none in `read-only`.
+/// Existing ones only, canonical, so that they match the mount table.
+pub(crate) fn writable_roots(mode: PermissionMode, workspace: &Path) -> Vec<PathBuf> {
+    if mode != PermissionMode::WorkspaceWrite {
+        return Vec::new();
     }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for dir in std::iter::once(workspace.to_path_buf()).chain(temp_dirs()) {
+        if let Ok(real) = dir.canonicalize()
+            && real.is_dir()
+            && !roots.contains(&real)
+        {
+            roots.push(real);
+        }
+    }
+    roots
+}
+
+/// Restricts the calling thread (and everything it later executes) to
+/// `mode`: read and execute everywhere, write only to `writable` (from
+/// [`writable_roots`]) and harmless devices; with [`NetworkAccess::Denied`]
+/// no TCP `connect` or `bind`; where the kernel scopes them (ABI 6), no
+/// signal and no abstract unix socket to a process outside the domain.
+/// Fails unless the kernel enforces the file rights of ABI 3 at least (and
+/// the network rights of ABI 4 when the network is denied).
+pub(crate) fn confine(writable: &[PathBuf], network: NetworkAccess) -> Result<(), String> {
+    let handled = handled_rights();
+    let mut writable: Vec<PathBuf> = writable.to_vec();
+    writable.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
     let status = landlock::Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(ABI::V3))
+        .and_then(|ruleset| match network {
+            NetworkAccess::Denied => ruleset.handle_access(AccessNet::from_all(ABI::V4)),
+            NetworkAccess::Open => Ok(ruleset),
+        })
         .and_then(|ruleset| {
             ruleset
                 .set_compatibility(CompatLevel::BestEffort)
                 .handle_access(handled)
         })
+        .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V6)))
         .and_then(|ruleset| ruleset.create())
         .and_then(|created| {
             created.add_rules(path_beneath_rules(["/"], AccessFs::from_read(TARGET_ABI)))

@@ -30,7 +30,8 @@ async fn workspace_write_allows_the_workspace_and_denies_elsewhere() {
         .await;
     assert!(!out.is_error, "a denied command is an ordinary failure");
     let body = text(&out);
-    assert!(body.contains("Permission denied"), "{body}");
+    // The read-only mount answers first (EROFS), as bubblewrap's would.
+    assert!(body.contains("Read-only file system"), "{body}");
     assert!(
         body.ends_with("[sandbox: file access denied under workspace-write mode]\n[exit code: 1]"),
         "{body}"
@@ -144,14 +145,14 @@ async fn launcher_refuses_when_its_own_probe_fails() {
     ] {
         // The launcher re-checks the kernel itself; here its probe is told
         // Landlock is missing while the tool-side probe says all is well.
-        let launcher = Launcher {
-            program: "/usr/bin/env".into(),
-            args: vec![
+        let launcher = Launcher::with_args(
+            "/usr/bin/env",
+            vec![
                 format!("DSH_TEST_LANDLOCK_ABI={abi}").into(),
                 launcher_path().into_os_string(),
                 "__sandbox-exec".into(),
             ],
-        };
+        );
         let fx = Fixture::with(PermissionMode::ReadOnly, |config| {
             config.with_sandbox(
                 SandboxConfig::with_launcher(launcher)
@@ -176,20 +177,18 @@ async fn launcher_refuses_when_its_own_probe_fails() {
 #[tokio::test]
 async fn restricted_modes_need_a_launcher() {
     let fx = Fixture::with(PermissionMode::WorkspaceWrite, |config| {
-        config.with_sandbox(SandboxConfig {
-            launcher: None,
-            probe: Arc::new(|| LandlockSupport { abi: 7 }),
-        })
+        config.with_sandbox(
+            SandboxConfig::new(None).with_probe(Arc::new(|| LandlockSupport { abi: 7 })),
+        )
     });
     let out = fx.bash("echo hi", "").await;
     assert!(out.is_error);
     assert!(text(&out).contains("no sandbox launcher is configured"));
 
     let free = Fixture::with(PermissionMode::DangerFullAccess, |config| {
-        config.with_sandbox(SandboxConfig {
-            launcher: None,
-            probe: Arc::new(LandlockSupport::unavailable),
-        })
+        config.with_sandbox(
+            SandboxConfig::new(None).with_probe(Arc::new(LandlockSupport::unavailable)),
+        )
     });
     assert_eq!(text(&free.bash("echo direct", "").await), "direct\n");
 }
