@@ -27,6 +27,10 @@ pub struct ToolsConfig {
     pub shell_timeout: Duration,
     /// Limit of one `web_fetch` request.
     pub web_timeout: Duration,
+    /// Whether `web_fetch` may reach loopback, private and link-local
+    /// addresses (true by default, as the official runtime; turned off
+    /// with the sandbox network, see [`crate::NetworkAccess`]).
+    pub web_private_addresses: bool,
 }
 
 impl ToolsConfig {
@@ -39,6 +43,7 @@ impl ToolsConfig {
             bash_timeout: DEFAULT_BASH_TIMEOUT,
             shell_timeout: DEFAULT_SHELL_TIMEOUT,
             web_timeout: DEFAULT_WEB_TIMEOUT,
+            web_private_addresses: true,
         }
     }
 

@@ -56,6 +56,7 @@ mod shell;
 mod todo;
 mod tools;
 mod toolset;
+mod web_guard;
 mod write_guard;
 
 pub use config::{DEFAULT_BASH_TIMEOUT, DEFAULT_SHELL_TIMEOUT, DEFAULT_WEB_TIMEOUT, ToolsConfig};

@@ -8,7 +8,9 @@ use dsh_agent::{PermissionMode, Profile, ProfileKind};
 use dsh_llm::{DEFAULT_IDLE_TIMEOUT, ProviderEnv, ProviderRegistry, RetryPolicy};
 use dsh_server::ServerConfig;
 use dsh_session::store::{Encoding, SessionStore};
-use dsh_tools::{ToolsConfig, sdk_minimal_tools, sdk_tools};
+use dsh_tools::{
+    HiddenEnv, NetworkAccess, SandboxConfig, ToolsConfig, sdk_minimal_tools, sdk_tools,
+};
 use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +63,9 @@ pub enum LaunchError {
     /// Bad `headless` arguments.
     #[error("{0}")]
     Headless(String),
+    /// A bad sandbox setting (`DSH_SANDBOX_NETWORK`, `DSH_WEB_FETCH_PRIVATE`).
+    #[error("dsh: {0}")]
+    Sandbox(String),
     /// The process cwd is unusable.
     #[error("dsh: cannot determine the current directory: {0}")]
     Cwd(std::io::Error),
@@ -95,6 +100,42 @@ pub struct Launch {
     pub process_cwd: PathBuf,
     /// The launch environment (process env, then overlays).
     env: LaunchEnv,
+    sandbox: SandboxSettings,
+}
+
+/// The sandbox settings of the launch environment.
+struct SandboxSettings {
+    /// `DSH_SANDBOX_NETWORK`: `on` (default) or `off`.
+    network: NetworkAccess,
+    /// The providers' variables plus `DSH_SANDBOX_ENV_DENY`.
+    hidden_env: HiddenEnv,
+    /// `DSH_WEB_FETCH_PRIVATE`: `allow` or `deny`; by default denied
+    /// exactly when the sandbox network is off.
+    web_private_addresses: bool,
+}
+
+impl SandboxSettings {
+    fn from_env(env: &LaunchEnv) -> Result<Self, LaunchError> {
+        let network = match env.get("DSH_SANDBOX_NETWORK") {
+            Some(value) => NetworkAccess::parse(&value).map_err(LaunchError::Sandbox)?,
+            None => NetworkAccess::Open,
+        };
+        let web_private_addresses = match env.get("DSH_WEB_FETCH_PRIVATE").as_deref() {
+            None => network == NetworkAccess::Open,
+            Some("allow") => true,
+            Some("deny") => false,
+            Some(other) => {
+                return Err(LaunchError::Sandbox(format!(
+                    "DSH_WEB_FETCH_PRIVATE must be \"allow\" or \"deny\", got \"{other}\""
+                )));
+            }
+        };
+        Ok(Self {
+            network,
+            hidden_env: HiddenEnv::with_extra(&env.get("DSH_SANDBOX_ENV_DENY").unwrap_or_default()),
+            web_private_addresses,
+        })
+    }
 }
 
 const APP_HELP: &str = "Usage: dsh --profile <sdk|sdk-minimal> [--patch <file>]...\n\n\
@@ -177,12 +218,14 @@ impl Launch {
             cap_ms: env.millis("DSH_RETRY_MAX_MS")?.unwrap_or(defaults.cap_ms),
             ..defaults
         };
+        let sandbox = SandboxSettings::from_env(&env)?;
         let launch = Box::new(Self {
             profile,
             providers,
             retry,
             process_cwd,
             env,
+            sandbox,
         });
         Ok(match headless {
             Some(args) => Prepared::Headless(launch, args),
@@ -202,7 +245,25 @@ impl Launch {
 
     /// The server configuration of this launch.
     pub fn server_config(self) -> ServerConfig {
-        let tools_config = ToolsConfig::new(self.providers.dsh_home.join("tool-output"));
+        let home = &self.providers.dsh_home;
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            if let Err(err) = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(home)
+            {
+                tracing::warn!("cannot create DSH_HOME {}: {err}", home.display());
+            }
+        }
+        // Commands may never write DSH_HOME, wherever it lies (under /tmp,
+        // inside the workspace): the sandbox mounts it read-only for them.
+        let sandbox = SandboxConfig::from_current_exe()
+            .protect(home.clone())
+            .with_network(self.sandbox.network)
+            .with_hidden_env(self.sandbox.hidden_env);
+        let mut tools_config = ToolsConfig::new(home.join("tool-output")).with_sandbox(sandbox);
+        tools_config.web_private_addresses = self.sandbox.web_private_addresses;
         let (encoding, tools) = match self.profile.kind {
             ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),
             ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),

@@ -1,7 +1,7 @@
 //! `web_fetch`: fetch an http(s) URL and return its text.
 
 use super::{TypedTool, spec, string};
-use crate::{ToolContext, ToolOutput, ToolsConfig, html};
+use crate::{ToolContext, ToolOutput, ToolsConfig, html, web_guard};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -80,12 +80,29 @@ async fn fetch(url: &str, config: &ToolsConfig) -> ToolOutput {
     // Installing the process-wide crypto provider fails harmlessly when one
     // is already installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = match reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+    let mut builder = reqwest::Client::builder()
         .timeout(config.web_timeout)
-        .user_agent(concat!("dsh-tools/", env!("CARGO_PKG_VERSION")))
-        .build()
-    {
+        .user_agent(concat!("dsh-tools/", env!("CARGO_PKG_VERSION")));
+    if config.web_private_addresses {
+        builder = builder.redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS));
+    } else {
+        if let Err(why) = web_guard::check_url(&parsed) {
+            return ToolOutput::failure(format!("Error: fetching {trimmed} was refused: {why}."));
+        }
+        builder = builder
+            .no_proxy()
+            .dns_resolver(Arc::new(web_guard::PublicOnly))
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                if attempt.previous().len() > MAX_REDIRECTS {
+                    return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+                }
+                match web_guard::check_url(attempt.url()) {
+                    Ok(()) => attempt.follow(),
+                    Err(why) => attempt.error(why),
+                }
+            }));
+    }
+    let client = match builder.build() {
         Ok(client) => client,
         Err(err) => {
             return ToolOutput::failure(format!("Error: cannot set up the HTTP client: {err}"));

@@ -153,3 +153,34 @@ async fn only_http_urls_are_fetched() {
         .await;
     assert!(refused.is_error && text(&refused).starts_with("Error: fetching"));
 }
+
+#[tokio::test]
+async fn private_addresses_are_refused_when_the_sandbox_network_is_off() {
+    let base = serve(4).await;
+    let port = some(base.rsplit(':').next(), "port").to_owned();
+    let fx = Fixture::with(PermissionMode::WorkspaceWrite, |mut config| {
+        config.web_private_addresses = false;
+        config
+    });
+    for url in [
+        format!("{base}/text"),
+        format!("http://localhost:{port}/text"),
+        format!("http://[::ffff:127.0.0.1]:{port}/text"),
+        format!("http://2130706433:{port}/text"),
+    ] {
+        let out = fx.call("web_fetch", &fetch_args(&url)).await;
+        assert!(out.is_error, "{url}: {}", text(&out));
+        assert!(
+            text(&out).contains("loopback, private or link-local"),
+            "{url}: {}",
+            text(&out)
+        );
+        assert!(!text(&out).contains("plain hello"));
+    }
+    // Allowed again, the same server answers.
+    let open = Fixture::new(PermissionMode::WorkspaceWrite);
+    let out = open
+        .call("web_fetch", &fetch_args(&format!("{base}/text")))
+        .await;
+    assert!(text(&out).contains("plain hello"), "{}", text(&out));
+}
