@@ -21,9 +21,8 @@ impl Resolve for PublicOnly {
     fn resolve(&self, name: Name) -> Resolving {
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let public: Vec<SocketAddr> = found
                 .iter()
                 .copied()
@@ -134,7 +133,10 @@ mod tests {
         let url = |s: &str| reqwest::Url::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
         assert!(check_url(&url("http://127.0.0.1:8080/x")).is_err());
         assert!(check_url(&url("http://[::1]/")).is_err());
-        assert!(check_url(&url("http://0x7f000001/")).is_err(), "hex form normalised");
+        assert!(
+            check_url(&url("http://0x7f000001/")).is_err(),
+            "hex form normalised"
+        );
         assert!(check_url(&url("https://1.1.1.1/")).is_ok());
         assert!(check_url(&url("https://example.com/")).is_ok());
     }

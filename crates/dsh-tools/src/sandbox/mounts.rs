@@ -31,8 +31,8 @@ pub(crate) fn isolate(writable: &[PathBuf], protected: &[PathBuf]) -> Result<(),
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
     )
     .map_err(|err| format!("cannot make the mounts private: {err}"))?;
-    for dir in writable.iter().chain(protected) {
-        rustix::mount::mount_bind_recursive(dir, dir)
+    for dir in binds(writable, protected) {
+        rustix::mount::mount_bind_recursive(&dir, &dir)
             .map_err(|err| format!("cannot bind {}: {err}", dir.display()))?;
     }
     // The working directory still points into the mounts as they were
@@ -90,6 +90,29 @@ fn enter_namespace() -> Result<(), String> {
 fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
     debug_assert!(!flags.contains(UnshareFlags::FILES));
     rustix::thread::unshare(flags)
+}
+
+/// The directories bound onto themselves, in order: the writable roots,
+/// and every ancestor of a writable root or protected directory that lies
+/// strictly inside a writable root (shallowest first), then the protected
+/// directories. A mount point cannot be renamed or removed (`EBUSY`), so
+/// a command cannot move `DSH_HOME` or the workspace away by renaming a
+/// parent inside `/tmp` and put a directory of its own in their place.
+fn binds(writable: &[PathBuf], protected: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = writable.to_vec();
+    for dir in writable.iter().chain(protected) {
+        for ancestor in dir.ancestors().skip(1) {
+            let pinned = writable
+                .iter()
+                .any(|root| ancestor.starts_with(root) && ancestor != root);
+            if pinned && !dirs.iter().any(|d| d == ancestor) {
+                dirs.push(ancestor.to_path_buf());
+            }
+        }
+    }
+    dirs.sort_by_key(|dir| dir.components().count());
+    dirs.extend(protected.iter().cloned());
+    dirs
 }
 
 fn under_any(path: &Path, roots: &[PathBuf]) -> bool {
@@ -198,6 +221,19 @@ mod tests {
         assert!(ro.is_some_and(|m| m.read_only()));
         assert_eq!(parse_line("garbage"), None);
         assert_eq!(unescape("a\\0"), OsString::from("a\\0"));
+    }
+
+    #[test]
+    fn parents_inside_writable_roots_are_pinned() {
+        let writable = [PathBuf::from("/tmp"), PathBuf::from("/tmp/a/ws")];
+        let protected = [PathBuf::from("/tmp/b/home")];
+        assert_eq!(
+            binds(&writable, &protected),
+            ["/tmp", "/tmp/a", "/tmp/b", "/tmp/a/ws", "/tmp/b/home"]
+                .map(PathBuf::from)
+                .to_vec()
+        );
+        assert_eq!(binds(&[], &protected), vec![PathBuf::from("/tmp/b/home")]);
     }
 
     #[test]

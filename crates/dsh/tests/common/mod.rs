@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 /// A fresh temporary directory, removed on drop.
@@ -52,6 +52,8 @@ pub struct Runtime {
     pub dir: TempDir,
     /// What `/proc` shows for the pipe the runtime's stdout was given.
     pub stdout_pipe: Option<PathBuf>,
+    stdout_seen: Arc<Mutex<Vec<u8>>>,
+    stderr_seen: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Runtime {
@@ -61,17 +63,26 @@ impl Runtime {
     }
 
     pub fn start_with(profile: &str, configure: impl FnOnce(&mut Command)) -> Self {
+        Self::start_command(|dir| {
+            let mut cmd = dsh(dir);
+            cmd.args(["--profile", profile]);
+            configure(&mut cmd);
+            cmd
+        })
+    }
+
+    /// Starts the command `make` builds in the temp dir (cwd, HOME), with
+    /// DSH_HOME set to `<dir>/home` and the workspace `<dir>/ws` created.
+    pub fn start_command(make: impl FnOnce(&Path) -> Command) -> Self {
         let dir = TempDir::new("rt");
         let home = dir.path().join("home");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
-        let mut cmd = dsh(dir.path());
-        cmd.args(["--profile", profile])
-            .env("DSH_HOME", &home)
+        let mut cmd = make(dir.path());
+        cmd.env("DSH_HOME", &home)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        configure(&mut cmd);
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn dsh: {e}"));
         let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
         let stdout_pipe = {
@@ -79,10 +90,16 @@ impl Runtime {
             std::fs::read_link(format!("/proc/self/fd/{}", stdout.as_raw_fd())).ok()
         };
         let (tx, lines) = mpsc::channel();
+        let stdout_seen = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&stdout_seen);
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 match line {
                     Ok(line) => {
+                        if let Ok(mut seen) = seen.lock() {
+                            seen.extend_from_slice(line.as_bytes());
+                            seen.push(b'\n');
+                        }
                         if tx.send(line).is_err() {
                             break;
                         }
@@ -91,6 +108,21 @@ impl Runtime {
                 }
             }
         });
+        let stderr_seen = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut stderr) = child.stderr.take() {
+            let seen = Arc::clone(&stderr_seen);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = std::io::Read::read(&mut stderr, &mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.extend_from_slice(&buf[..n]);
+                    }
+                }
+            });
+        }
         let stdin = child.stdin.take();
         Self {
             child,
@@ -98,7 +130,25 @@ impl Runtime {
             lines,
             dir,
             stdout_pipe,
+            stdout_seen,
+            stderr_seen,
         }
+    }
+
+    /// Every byte the runtime wrote on stdout so far (lines as read).
+    pub fn stdout_bytes(&self) -> Vec<u8> {
+        self.stdout_seen
+            .lock()
+            .map(|b| b.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every byte the runtime wrote on stderr so far.
+    pub fn stderr_bytes(&self) -> Vec<u8> {
+        self.stderr_seen
+            .lock()
+            .map(|b| b.clone())
+            .unwrap_or_default()
     }
 
     pub fn workspace(&self) -> PathBuf {
