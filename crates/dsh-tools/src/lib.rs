@@ -42,6 +42,7 @@
 
 mod approval;
 mod args;
+mod beneath;
 mod config;
 mod context;
 mod host;

@@ -1,8 +1,9 @@
 //! Bounded capture of one output stream of a job.
 
 use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 
 /// Bytes kept in memory before the stream moves to a spill file.
 const MEMORY_LIMIT: usize = 256 * 1024;
@@ -22,8 +23,14 @@ pub(crate) struct Capture {
 }
 
 impl Capture {
-    /// Appends `data`, spilling to `spill_path` once memory use is too high.
-    pub(crate) fn push(&mut self, data: &[u8], spill_path: &Path) {
+    /// Appends `data`; once memory use is too high, moves the stream to the
+    /// file `spill` creates (called at most once; on failure only the tail
+    /// is kept).
+    pub(crate) fn push(
+        &mut self,
+        data: &[u8],
+        spill: impl FnOnce() -> io::Result<(PathBuf, File)>,
+    ) {
         self.total += data.len() as u64;
         if let Some((_, file)) = &mut self.spill
             && file.write_all(data).is_err()
@@ -32,11 +39,11 @@ impl Capture {
         }
         self.recent.extend_from_slice(data);
         if self.spill.is_none() && !self.spill_failed && self.recent.len() > MEMORY_LIMIT {
-            match File::create(spill_path).and_then(|mut file| {
+            match spill().and_then(|(path, mut file)| {
                 file.write_all(&self.recent)?;
-                Ok(file)
+                Ok((path, file))
             }) {
-                Ok(file) => self.spill = Some((spill_path.to_path_buf(), file)),
+                Ok(spilled) => self.spill = Some(spilled),
                 Err(_) => self.spill_failed = true,
             }
         }
@@ -62,13 +69,12 @@ impl Capture {
     }
 
     /// Copies the whole stream into `out`, from the spill file when there
-    /// is one; `false` when only the tail could be copied.
-    pub(crate) fn copy_all(&mut self, out: &mut File) -> std::io::Result<bool> {
-        match &mut self.spill {
-            Some((path, file)) => {
-                file.flush()?;
-                let mut source = File::open(path.as_path())?;
-                std::io::copy(&mut source, out)?;
+    /// is one (read through its open descriptor, never reopened by name);
+    /// `false` when only the tail could be copied.
+    pub(crate) fn copy_all(&mut self, out: &mut File) -> io::Result<bool> {
+        match &self.spill {
+            Some((_, file)) => {
+                copy_from_start(file, out)?;
                 Ok(!self.spill_failed)
             }
             None => {
@@ -82,6 +88,24 @@ impl Capture {
     pub(crate) fn discard_spill(&mut self) {
         if let Some((path, _)) = self.spill.take() {
             let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Copies `source` from its first byte into `out`, leaving the offset of
+/// `source` (where the stream is appended) alone.
+fn copy_from_start(source: &File, out: &mut File) -> io::Result<()> {
+    let mut buffer = vec![0; 64 * 1024];
+    let mut offset = 0;
+    loop {
+        match source.read_at(&mut buffer, offset) {
+            Ok(0) => return Ok(()),
+            Ok(read) => {
+                out.write_all(&buffer[..read])?;
+                offset += read as u64;
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
         }
     }
 }

@@ -3,10 +3,13 @@
 
 use super::capture::Capture;
 use super::render;
+use super::spill::SpillDir;
 use crate::{PermissionMode, ToolHost};
 use serde_json::{Value, json};
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
@@ -77,6 +80,18 @@ pub(crate) enum Stream {
     Stderr,
 }
 
+/// The `<job id>.log` file holding a job's whole output.
+enum LogFile {
+    /// Not needed yet.
+    Unopened,
+    /// Created; rewritten through this descriptor while the job runs.
+    Open(PathBuf, File),
+    /// Written for the last time after the job ended.
+    Final(PathBuf),
+    /// Could not be created (reported once); only the tail is shown.
+    Refused,
+}
+
 /// A shell command run as a job.
 pub(crate) struct Job {
     pub id: String,
@@ -87,11 +102,13 @@ pub(crate) struct Job {
     pub cwd: PathBuf,
     pub mode: PermissionMode,
     spill_dir: PathBuf,
+    /// The spill directory once opened; `None` when it was refused.
+    spill: OnceLock<Option<SpillDir>>,
     pgid: Mutex<Option<i32>>,
     stdout: Mutex<Capture>,
     stderr: Mutex<Capture>,
     kill_reason: Mutex<Option<String>>,
-    full_output: Mutex<Option<PathBuf>>,
+    log: Mutex<LogFile>,
     end: watch::Sender<Option<JobEnd>>,
 }
 
@@ -115,11 +132,12 @@ impl Job {
             cwd,
             mode,
             spill_dir,
+            spill: OnceLock::new(),
             pgid: Mutex::new(None),
             stdout: Mutex::new(Capture::default()),
             stderr: Mutex::new(Capture::default()),
             kill_reason: Mutex::new(None),
-            full_output: Mutex::new(None),
+            log: Mutex::new(LogFile::Unopened),
             end: watch::Sender::new(None),
         })
     }
@@ -165,11 +183,29 @@ impl Job {
             Stream::Stdout => (&self.stdout, "stdout"),
             Stream::Stderr => (&self.stderr, "stderr"),
         };
-        let path = self.spill_dir.join(format!("{}.{suffix}", self.id));
-        if lock(capture).is_empty() {
-            let _ = std::fs::create_dir_all(&self.spill_dir);
-        }
-        lock(capture).push(data, &path);
+        let name = format!("{}.{suffix}", self.id);
+        lock(capture).push(data, || self.create_spill_file(&name));
+    }
+
+    /// Creates the new private file `name` in the spill directory (see
+    /// [`SpillDir`]), opening the directory on first use.
+    fn create_spill_file(&self, name: &str) -> io::Result<(PathBuf, File)> {
+        let dir = self.spill.get_or_init(|| match SpillDir::open(&self.spill_dir) {
+            Ok(dir) => Some(dir),
+            Err(err) => {
+                tracing::warn!(
+                    job = %self.id,
+                    "long output is not saved to a file, only its tail is kept: the spill directory is refused: {err}"
+                );
+                None
+            }
+        });
+        let Some(dir) = dir else {
+            return Err(io::Error::other("the spill directory was refused"));
+        };
+        dir.create(name).inspect_err(|err| {
+            tracing::warn!(job = %self.id, "a spill file cannot be created: {err}");
+        })
     }
 
     /// Settles the job (once): emits `job/settled`, then wakes waiters.
@@ -246,27 +282,40 @@ impl Job {
     }
 
     /// Writes both streams to `<spill_dir>/<job id>.log` (stdout, then a
-    /// `[stderr]` section). Once the job has ended the file is final and
-    /// the per-stream spill files are removed.
+    /// `[stderr]` section). The file is created new (never through an
+    /// existing name) and rewritten through its descriptor while the job
+    /// runs. Once the job has ended the file is final and the per-stream
+    /// spill files are removed.
     fn write_full_output(&self) -> Option<PathBuf> {
         let ended = self.end().is_some();
-        if ended && let Some(path) = lock(&self.full_output).clone() {
-            return Some(path);
+        let mut log = lock(&self.log);
+        match &*log {
+            LogFile::Final(path) => return Some(path.clone()),
+            LogFile::Refused => return None,
+            LogFile::Open(..) => {}
+            LogFile::Unopened => match self.create_spill_file(&format!("{}.log", self.id)) {
+                Ok((path, file)) => *log = LogFile::Open(path, file),
+                Err(_) => {
+                    *log = LogFile::Refused;
+                    return None;
+                }
+            },
         }
-        let path = self.spill_dir.join(format!("{}.log", self.id));
-        let written = (|| -> std::io::Result<()> {
-            std::fs::create_dir_all(&self.spill_dir)?;
-            let mut file = std::fs::File::create(&path)?;
+        let LogFile::Open(path, file) = &mut *log else {
+            return None;
+        };
+        let written = (|| -> io::Result<()> {
+            file.set_len(0)?;
+            file.seek(SeekFrom::Start(0))?;
             let mut stdout = lock(&self.stdout);
             let mut stderr = lock(&self.stderr);
-            stdout.copy_all(&mut file)?;
+            stdout.copy_all(file)?;
             if !stderr.is_empty() {
-                use std::io::Write;
                 if !stdout.is_empty() && !stdout.recent().ends_with(b"\n") {
                     file.write_all(b"\n")?;
                 }
                 file.write_all(b"[stderr]\n")?;
-                stderr.copy_all(&mut file)?;
+                stderr.copy_all(file)?;
             }
             if ended {
                 stdout.discard_spill();
@@ -274,15 +323,13 @@ impl Job {
             }
             Ok(())
         })();
-        match written {
-            Ok(()) => {
-                if ended {
-                    *lock(&self.full_output) = Some(path.clone());
-                }
-                Some(path)
-            }
-            Err(_) => None,
+        let path = path.clone();
+        written.ok()?;
+        if ended {
+            // Closes the descriptor: the file will not change again.
+            *log = LogFile::Final(path.clone());
         }
+        Some(path)
     }
 }
 

@@ -4,6 +4,7 @@ mod capture;
 mod job;
 pub(crate) mod render;
 mod spawn;
+mod spill;
 
 pub(crate) use job::{Job, JobEnd, Outcome, kill_group, lock, now_ms};
 pub(crate) use spawn::start;

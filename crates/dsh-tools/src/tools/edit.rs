@@ -6,6 +6,8 @@ use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 const DESCRIPTION: &str = "Change part of a text file by replacing an exact piece of text. old_string is matched literally, including whitespace and indentation, and must occur exactly once unless replace_all is set; include enough surrounding lines to make it unique. The file must have been read with read in this session first. Writes are limited by the session's sandbox mode.";
@@ -98,9 +100,10 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
             "Error: old_string and new_string are identical, so the edit would change nothing.",
         );
     }
-    if let Err(out) = check_mode(ctx, path) {
-        return out.into();
-    }
+    let target = match check_mode(ctx, path) {
+        Ok(target) => target,
+        Err(out) => return out.into(),
+    };
     if !path.is_file() {
         return ToolOutput::failure(format!(
             "Error: {shown} does not exist or is not a file. Use write to create a file."
@@ -109,14 +112,20 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
     if let Err(out) = check_read_first(ctx, path) {
         return out.into();
     }
-    let content = match std::fs::read(path).map(String::from_utf8) {
-        Ok(Ok(content)) => content,
-        Ok(Err(_)) => {
-            return ToolOutput::failure(format!(
-                "Error: {shown} is not valid UTF-8 text; edit only changes text files."
-            ));
-        }
-        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    // Read and rewrite through one descriptor: the bytes replaced are the
+    // bytes read, whatever happens to the name meanwhile.
+    let mut file = match target.open_existing(path) {
+        Ok(file) => file,
+        Err(err) => return target.failure(ctx, "edit", path, &err).into(),
+    };
+    let mut bytes = Vec::new();
+    if let Err(err) = file.read_to_end(&mut bytes) {
+        return ToolOutput::failure(format!("Error: cannot read {shown}: {err}"));
+    }
+    let Ok(content) = String::from_utf8(bytes) else {
+        return ToolOutput::failure(format!(
+            "Error: {shown} is not valid UTF-8 text; edit only changes text files."
+        ));
     };
     let count = content.matches(a.old_string.as_str()).count();
     let replace_all = a.replace_all == Some(true);
@@ -131,7 +140,7 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
         ));
     }
     let updated = content.replace(a.old_string.as_str(), &a.new_string);
-    if let Err(err) = std::fs::write(path, updated) {
+    if let Err(err) = rewrite(&mut file, updated.as_bytes()) {
         return ToolOutput::failure(format!("Error: cannot write {shown}: {err}"));
     }
     ctx.state.mark_seen(path);
@@ -144,4 +153,11 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
         "path": paths::display(path),
         "replacements": count,
     }))
+}
+
+/// Replaces the whole content of the open `file` with `content`.
+fn rewrite(file: &mut File, content: &[u8]) -> std::io::Result<()> {
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(content)
 }

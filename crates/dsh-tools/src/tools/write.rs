@@ -6,6 +6,7 @@ use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
+use std::io::Write as _;
 
 const DESCRIPTION: &str = "Create a text file or replace all of its content. Parent directories are created as needed. An existing file must have been read with read in this session first, and must not have changed since. Prefer edit for changing part of a file. Writes are limited by the session's sandbox mode.";
 
@@ -69,9 +70,10 @@ impl TypedTool for Write {
 }
 
 fn write_file(ctx: &ToolContext, path: &std::path::Path, content: &str) -> ToolOutput {
-    if let Err(out) = check_mode(ctx, path) {
-        return out.into();
-    }
+    let target = match check_mode(ctx, path) {
+        Ok(target) => target,
+        Err(out) => return out.into(),
+    };
     let shown = path.display();
     if path.is_dir() {
         return ToolOutput::failure(format!("Error: {shown} is a directory."));
@@ -79,18 +81,20 @@ fn write_file(ctx: &ToolContext, path: &std::path::Path, content: &str) -> ToolO
     if let Err(out) = check_read_first(ctx, path) {
         return out.into();
     }
-    let created = !path.exists();
-    if let Some(parent) = path.parent()
-        && let Err(err) = std::fs::create_dir_all(parent)
-    {
-        return ToolOutput::failure(format!(
-            "Error: cannot create the directory {}: {err}",
-            parent.display()
-        ));
+    if let Err(err) = target.create_parents(path) {
+        return target
+            .failure(ctx, "create the parent directories of", path, &err)
+            .into();
     }
-    if let Err(err) = std::fs::write(path, content) {
-        return ToolOutput::failure(format!("Error: cannot write {shown}: {err}"));
-    }
+    let created = match target
+        .create_or_truncate(path)
+        .and_then(|(mut file, created)| {
+            file.write_all(content.as_bytes())?;
+            Ok(created)
+        }) {
+        Ok(created) => created,
+        Err(err) => return target.failure(ctx, "write", path, &err).into(),
+    };
     ctx.state.mark_seen(path);
     let bytes = content.len();
     let text = if created {

@@ -1,8 +1,13 @@
 //! `read`, `write` and `edit`.
 
-use crate::common::{Fixture, js, ok, scratch_dir, some, text};
+use crate::common::{Fixture, js, ok, outside_dir, scratch_dir, some, text};
 use dsh_tools::PermissionMode;
 use serde_json::json;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 fn read_args(path: &str) -> String {
     format!("{{\"file_path\":{}}}", js(path))
@@ -301,4 +306,207 @@ async fn edit_respects_the_mode() {
     assert!(out.is_error);
     assert!(text(&out).ends_with("[sandbox: file access denied under read-only mode]"));
     assert_eq!(ok(std::fs::read_to_string(fx.path("f.txt")), "f"), "a\n");
+}
+
+fn write_args(path: &str, content: &str) -> String {
+    format!("{{\"file_path\":{},\"content\":{}}}", js(path), js(content))
+}
+
+fn edit_args(path: &str, old: &str, new: &str) -> String {
+    format!(
+        "{{\"file_path\":{},\"old_string\":{},\"new_string\":{}}}",
+        js(path),
+        js(old),
+        js(new)
+    )
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = ok(std::fs::read_dir(dir), "read dir")
+        .map(|entry| {
+            ok(entry, "entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Asserts a write refusal that names the link escape and the sandbox.
+fn assert_link_refusal(out: &dsh_tools::ToolOutput) {
+    let body = text(out);
+    assert!(out.is_error, "{body}");
+    assert!(
+        body.contains("outside the workspace") || body.contains("symbolic link"),
+        "{body}"
+    );
+    assert!(
+        body.ends_with("[sandbox: file access denied under workspace-write mode]"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn write_through_a_dangling_link_to_the_outside_is_refused() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let outside = outside_dir();
+    let target = outside.path().join("planted.txt");
+    ok(symlink(&target, fx.path("dangling")), "symlink");
+    let out = fx.call("write", &write_args("dangling", "owned")).await;
+    assert_link_refusal(&out);
+    assert!(text(&out).contains("symbolic link"), "{}", text(&out));
+    assert!(text(&out).contains("nothing was written"), "{}", text(&out));
+    assert!(!target.exists(), "a file was created outside the workspace");
+    assert!(names(outside.path()).is_empty());
+}
+
+#[tokio::test]
+async fn write_below_a_link_to_an_outside_directory_is_refused() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let outside = outside_dir();
+    ok(symlink(outside.path(), fx.path("link")), "symlink");
+    let out = fx
+        .call("write", &write_args("link/sub/file", "owned"))
+        .await;
+    assert_link_refusal(&out);
+    let direct = fx.call("write", &write_args("link/file", "owned")).await;
+    assert_link_refusal(&direct);
+    assert!(
+        names(outside.path()).is_empty(),
+        "{:?}",
+        names(outside.path())
+    );
+}
+
+#[tokio::test]
+async fn links_that_stay_inside_the_workspace_still_work() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    ok(std::fs::create_dir_all(fx.path("real/dir")), "mkdir");
+    ok(symlink("./real/dir", fx.path("inner_link")), "symlink");
+    let out = fx
+        .call("write", &write_args("inner_link/new.txt", "one\n"))
+        .await;
+    assert!(!out.is_error, "{}", text(&out));
+    assert_eq!(some(out.meta.clone(), "meta")["created"], true);
+    assert_eq!(
+        ok(std::fs::read_to_string(fx.path("real/dir/new.txt")), "new"),
+        "one\n"
+    );
+    let nested = fx
+        .call("write", &write_args("inner_link/a/b/c.txt", "deep"))
+        .await;
+    assert!(!nested.is_error, "{}", text(&nested));
+    assert_eq!(
+        ok(std::fs::read_to_string(fx.path("real/dir/a/b/c.txt")), "c"),
+        "deep"
+    );
+
+    fx.call("read", &read_args("inner_link/new.txt")).await;
+    let edited = fx
+        .call("edit", &edit_args("inner_link/new.txt", "one", "two"))
+        .await;
+    assert!(!edited.is_error, "{}", text(&edited));
+    assert_eq!(
+        ok(std::fs::read_to_string(fx.path("real/dir/new.txt")), "new"),
+        "two\n"
+    );
+    let replaced = fx
+        .call("write", &write_args("inner_link/new.txt", "three"))
+        .await;
+    assert!(!replaced.is_error, "{}", text(&replaced));
+    assert_eq!(some(replaced.meta, "meta")["created"], false);
+
+    // A link to a file that does not exist yet, inside the workspace:
+    // writing through it creates the file it names.
+    ok(symlink("real/pending.txt", fx.path("pending")), "symlink");
+    let pending = fx.call("write", &write_args("pending", "made")).await;
+    assert!(!pending.is_error, "{}", text(&pending));
+    assert_eq!(some(pending.meta, "meta")["created"], true);
+    assert_eq!(
+        ok(std::fs::read_to_string(fx.path("real/pending.txt")), "p"),
+        "made"
+    );
+}
+
+#[tokio::test]
+async fn edit_through_a_link_to_the_outside_is_refused() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let outside = outside_dir();
+    let secret = outside.path().join("secret.txt");
+    ok(std::fs::write(&secret, "keep = 1\n"), "outside file");
+    ok(symlink(&secret, fx.path("file_link")), "symlink");
+    ok(symlink(outside.path(), fx.path("dir_link")), "symlink");
+    for path in ["file_link", "dir_link/secret.txt"] {
+        fx.call("read", &read_args(path)).await;
+        let out = fx
+            .call("edit", &edit_args(path, "keep = 1", "keep = 2"))
+            .await;
+        assert_link_refusal(&out);
+    }
+    assert_eq!(ok(std::fs::read_to_string(&secret), "secret"), "keep = 1\n");
+    assert_eq!(names(outside.path()), ["secret.txt"]);
+}
+
+/// A background thread swaps the workspace directory `d` with a link to an
+/// outside directory (atomic `renameat2(RENAME_EXCHANGE)`) as fast as it
+/// can while `write` and `edit` keep targeting `d/…`: whatever the
+/// interleaving of check and use, nothing may land outside.
+#[tokio::test]
+async fn a_directory_swapped_for_a_link_mid_call_never_leads_outside() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let outside = outside_dir();
+    ok(
+        std::fs::write(outside.path().join("e.txt"), "x\n"),
+        "outside",
+    );
+    fx.write_file("d/e.txt", "x\n");
+    ok(symlink(outside.path(), fx.path("swap")), "symlink");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let (d, swap) = (fx.path("d"), fx.path("swap"));
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let exchanged = rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &d,
+                    rustix::fs::CWD,
+                    &swap,
+                    rustix::fs::RenameFlags::EXCHANGE,
+                );
+                ok(exchanged, "exchange");
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let (mut calls, mut edits) = (0, 0);
+    while Instant::now() < deadline {
+        fx.call("write", &write_args(&format!("d/f{calls}"), "w"))
+            .await;
+        fx.call("write", &write_args(&format!("d/s{calls}/f"), "w"))
+            .await;
+        // Every successful edit grows the file it reaches: one that went
+        // outside could not be undone by a later one.
+        fx.call("read", &read_args("d/e.txt")).await;
+        let edit = fx.call("edit", &edit_args("d/e.txt", "x", "xz")).await;
+        edits += usize::from(!edit.is_error);
+        calls += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = ok(swapper.join().map_err(|_| "panicked"), "swapper");
+    assert!(
+        swaps > 100 && calls > 10 && edits > 0,
+        "swaps {swaps}, calls {calls}, edits {edits}"
+    );
+    assert_eq!(names(outside.path()), ["e.txt"]);
+    assert_eq!(
+        ok(std::fs::read_to_string(outside.path().join("e.txt")), "e"),
+        "x\n"
+    );
 }

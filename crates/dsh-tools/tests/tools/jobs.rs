@@ -1,7 +1,9 @@
 //! `job_list`, `job_output`, `job_kill` and the session's shutdown.
 
-use crate::common::{Fixture, job_id, live_processes, some, text, wait_until};
+use crate::common::{Fixture, job_id, live_processes, ok, outside_dir, some, text, wait_until};
 use dsh_tools::PermissionMode;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
 use std::sync::Arc;
 
 #[tokio::test]
@@ -137,4 +139,121 @@ async fn dropping_the_session_state_kills_its_jobs() {
     assert_eq!(state.running_jobs(), 1);
     drop(state);
     wait_until("sleep gone", || live_processes("7774.1").is_empty()).await;
+}
+
+/// Permission bits of `path` itself (a link is not followed).
+fn mode_of(path: &Path) -> u32 {
+    ok(std::fs::symlink_metadata(path), "metadata")
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+#[tokio::test]
+async fn spill_files_and_their_directory_are_private() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    // A directory left wide open (an older runtime, a permissive umask).
+    ok(std::fs::create_dir(&fx.spill), "mkdir spill");
+    ok(
+        std::fs::set_permissions(&fx.spill, std::fs::Permissions::from_mode(0o777)),
+        "chmod",
+    );
+    let out = fx
+        .bash(
+            "head -c 300000 /dev/zero | tr '\\0' a; sleep 7774.1",
+            ",\"run_in_background\":true",
+        )
+        .await;
+    let id = job_id(&out);
+    let stdout = fx.spill.join(format!("{id}.stdout"));
+    wait_until("stdout spilled", || stdout.exists()).await;
+    assert_eq!(mode_of(&stdout), 0o600);
+    assert_eq!(mode_of(&fx.spill), 0o700);
+    let shown = fx
+        .call("job_output", &format!("{{\"job_id\":\"{id}\"}}"))
+        .await;
+    let log = fx.spill.join(format!("{id}.log"));
+    assert!(text(&shown).contains(&log.to_string_lossy().into_owned()));
+    assert_eq!(mode_of(&log), 0o600);
+    assert_eq!(ok(std::fs::metadata(&log), "log").len(), 300_000);
+    fx.call("job_kill", &format!("{{\"job_id\":\"{id}\"}}"))
+        .await;
+    wait_until("sleep gone", || live_processes("7774.1").is_empty()).await;
+}
+
+#[tokio::test]
+async fn planted_names_in_the_spill_directory_are_never_followed() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let outside = outside_dir();
+    let victim = outside.path().join("victim.txt");
+    let absent = outside.path().join("absent.txt");
+    ok(std::fs::write(&victim, "untouched"), "victim");
+    let out = fx
+        .bash(
+            "sleep 1; head -c 300000 /dev/zero | tr '\\0' a; head -c 300000 /dev/zero | tr '\\0' b >&2",
+            ",\"run_in_background\":true",
+        )
+        .await;
+    let id = job_id(&out);
+    // Planted while the command still sleeps, before any output.
+    ok(std::fs::create_dir_all(&fx.spill), "mkdir spill");
+    let planted = |suffix: &str| fx.spill.join(format!("{id}.{suffix}"));
+    ok(symlink(&victim, planted("stdout")), "plant stdout");
+    ok(std::fs::write(planted("stderr"), "planted"), "plant stderr");
+    ok(symlink(&absent, planted("log")), "plant log");
+    let done = fx
+        .call(
+            "job_output",
+            &format!("{{\"job_id\":\"{id}\",\"wait\":true,\"timeout_ms\":30000}}"),
+        )
+        .await;
+    let body = text(&done);
+    assert!(!done.is_error, "{body}");
+    assert!(
+        body.contains("[output truncated; the full output could not be saved]"),
+        "{body}"
+    );
+    assert!(body.contains("bbbbbbbb"), "the tail is kept");
+    assert_eq!(ok(std::fs::read_to_string(&victim), "victim"), "untouched");
+    assert!(
+        !absent.exists(),
+        "a file was created through the planted link"
+    );
+    assert_eq!(
+        ok(std::fs::read_to_string(planted("stderr")), "stderr"),
+        "planted"
+    );
+    assert!(
+        ok(std::fs::symlink_metadata(planted("log")), "log")
+            .file_type()
+            .is_symlink()
+    );
+    let mut names: Vec<_> = ok(std::fs::read_dir(outside.path()), "outside")
+        .map(|e| ok(e, "entry").file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["victim.txt"]);
+}
+
+#[tokio::test]
+async fn a_spill_directory_that_is_a_link_is_refused() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let outside = outside_dir();
+    ok(
+        std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)),
+        "chmod",
+    );
+    ok(symlink(outside.path(), &fx.spill), "plant spill dir");
+    let out = fx
+        .bash("head -c 300000 /dev/zero | tr '\\0' a; echo END", "")
+        .await;
+    let body = text(&out);
+    assert!(!out.is_error, "{body}");
+    assert!(body.contains("aaaaEND\n"), "the tail is kept");
+    assert!(
+        body.ends_with("[output truncated; the full output could not be saved]"),
+        "{body}"
+    );
+    assert_eq!(ok(std::fs::read_dir(outside.path()), "outside").count(), 0);
+    assert_eq!(mode_of(outside.path()), 0o755);
 }
