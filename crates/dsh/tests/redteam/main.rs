@@ -7,5 +7,6 @@
 mod common;
 
 mod commands;
+mod files;
 mod harness;
 mod network;
