@@ -224,3 +224,61 @@ fn launcher_rejects_bad_usage() {
     );
     assert_eq!(out.status.code(), Some(127));
 }
+
+/// An unprivileged user gets the same confinement through a user
+/// namespace: writes and metadata changes outside fail, the workspace is
+/// writable, the supervisor cannot be signalled, no capability is left.
+#[test]
+fn an_unprivileged_user_is_confined_through_a_user_namespace() {
+    let root = rustix::process::geteuid().is_root();
+    if !landlock_enforced() || !root || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: needs root (to become nobody), setpriv and Landlock");
+        return;
+    }
+    let dir = scratch_dir();
+    let ws = dir.path().join("ws");
+    ok(std::fs::create_dir_all(&ws), "mkdir ws");
+    // The launcher and the workspace must be reachable by nobody.
+    let launcher = dir.path().join("launcher");
+    ok(std::fs::copy(launcher_path(), &launcher), "copy launcher");
+    for path in [dir.path(), ws.as_path(), launcher.as_path()] {
+        ok(
+            std::os::unix::fs::chown(path, Some(65534), Some(65534)),
+            "chown",
+        );
+    }
+    ok(
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        ),
+        "chmod",
+    );
+    let outside = outside_dir();
+    let target = outside.path().join("escape");
+    let out = ok(
+        std::process::Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&launcher)
+            .args(["__sandbox-exec", "workspace-write"])
+            .arg(&ws)
+            .args(["--", "bash", "-c"])
+            .arg(format!(
+                "id -u; echo in > in.txt && cat in.txt; chmod 777 /etc/hostname; echo x > '{}'; kill -9 $PPID; echo rc=$?; grep CapEff /proc/self/status",
+                target.display()
+            ))
+            .current_dir(&ws)
+            .output(),
+        "run launcher as nobody",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.starts_with("65534\nin\n"), "{stdout}{stderr}");
+    assert!(stdout.contains("rc=1"), "{stdout}");
+    assert!(stdout.contains("CapEff:\t0000000000000000"), "{stdout}");
+    assert!(
+        stderr.contains("chmod: changing permissions of '/etc/hostname': Read-only file system"),
+        "{stderr}"
+    );
+    assert!(!target.exists());
+}
