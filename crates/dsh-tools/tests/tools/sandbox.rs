@@ -282,3 +282,37 @@ fn an_unprivileged_user_is_confined_through_a_user_namespace() {
     );
     assert!(!target.exists());
 }
+
+#[tokio::test]
+async fn network_off_fails_closed_below_landlock_abi_4() {
+    let fx = Fixture::with(PermissionMode::WorkspaceWrite, |config| {
+        config.with_sandbox(
+            SandboxConfig::with_launcher(Launcher::new(launcher_path()))
+                .with_network(dsh_tools::NetworkAccess::Denied)
+                .with_probe(Arc::new(|| LandlockSupport { abi: 3 })),
+        )
+    });
+    let out = fx.bash("echo ran > ran.txt", "").await;
+    assert!(out.is_error);
+    assert!(
+        text(&out)
+            .contains("DSH_SANDBOX_NETWORK=off needs Landlock ABI 4 but the kernel offers ABI 3"),
+        "{}",
+        text(&out)
+    );
+    assert!(!fx.path("ran.txt").exists());
+}
+
+#[tokio::test]
+async fn a_missing_protected_directory_fails_closed() {
+    let missing = scratch_dir().path().join("no-such-home");
+    let fx = Fixture::with(PermissionMode::WorkspaceWrite, |config| {
+        config.with_sandbox(
+            SandboxConfig::with_launcher(Launcher::new(launcher_path())).protect(&missing),
+        )
+    });
+    let out = fx.bash("echo ran > ran.txt", "").await;
+    assert!(out.is_error);
+    assert!(text(&out).contains("does not exist"), "{}", text(&out));
+    assert!(!fx.path("ran.txt").exists());
+}
