@@ -61,6 +61,9 @@ pub enum LaunchError {
     /// Bad `headless` arguments.
     #[error("{0}")]
     Headless(String),
+    /// `DSH_HOME` cannot be created.
+    #[error("dsh: DSH_HOME: {0}")]
+    Home(#[from] dsh_session::private_fs::PrivateFsError),
     /// The process cwd is unusable.
     #[error("dsh: cannot determine the current directory: {0}")]
     Cwd(std::io::Error),
@@ -102,7 +105,8 @@ Serves the DeepSeek Harness SDK protocol (newline-delimited JSON-RPC 2.0) on std
 Requires DSH_HOME. Diagnostics go to stderr; set DSH_LOG=debug for more.\n";
 
 impl Launch {
-    /// Validates the command line, reads the overlays and checks `DSH_HOME`.
+    /// Validates the command line, reads the overlays and checks `DSH_HOME`,
+    /// creating it (0700) when it is missing.
     pub fn prepare(cli: &Cli) -> Result<Prepared, LaunchError> {
         let name = cli.profile.as_deref().ok_or(LaunchError::NoProfile)?;
         if !matches!(name, "sdk" | "sdk-minimal" | HEADLESS) {
@@ -142,6 +146,7 @@ impl Launch {
             (None, _, _) => return Err(LaunchError::NoHome(name.to_owned())),
         };
         let dsh_home = resolve_home(&home, &process_cwd, env.get("HOME").as_deref());
+        crate::home::prepare(&dsh_home)?;
         let profile = if name != "sdk-minimal" {
             let mode = match env.get("DSH_PERMISSION_MODE") {
                 Some(mode) => mode

@@ -61,11 +61,45 @@ impl Runtime {
     }
 
     pub fn start_with(profile: &str, configure: impl FnOnce(&mut Command)) -> Self {
+        Self::start_inner(profile, None, configure)
+    }
+
+    /// As [`Runtime::start_with`], with the runtime started by
+    /// `sh -c 'umask <umask>; exec dsh …'`.
+    pub fn start_with_umask(
+        profile: &str,
+        umask: &str,
+        configure: impl FnOnce(&mut Command),
+    ) -> Self {
+        Self::start_inner(profile, Some(umask), configure)
+    }
+
+    fn start_inner(
+        profile: &str,
+        umask: Option<&str>,
+        configure: impl FnOnce(&mut Command),
+    ) -> Self {
         let dir = TempDir::new("rt");
         let home = dir.path().join("home");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
-        let mut cmd = dsh(dir.path());
+        let mut cmd = match umask {
+            None => dsh(dir.path()),
+            Some(umask) => {
+                let mut cmd = Command::new("sh");
+                cmd.args([
+                    "-c",
+                    &format!("umask {umask}; exec \"$0\" \"$@\""),
+                    env!("CARGO_BIN_EXE_dsh"),
+                ])
+                .env_remove("DSH_HOME")
+                .env_remove("DEEPSEEK_API_KEY")
+                .env_remove("DSH_PERMISSION_MODE")
+                .env("HOME", dir.path())
+                .current_dir(dir.path());
+                cmd
+            }
+        };
         cmd.args(["--profile", profile])
             .env("DSH_HOME", &home)
             .stdin(Stdio::piped())
