@@ -198,3 +198,26 @@ fn a_workspace_mismatch_changes_nothing_and_releases_the_lock() {
     drop(writer);
     assert!(fs::read(&location.file).unwrap_or_default().len() < bytes.len());
 }
+
+#[test]
+fn a_dsh_home_that_is_a_symlink_the_user_made_works() {
+    let root = temp();
+    let real = root.path().join("real-home");
+    fs::create_dir(&real).unwrap_or_else(|e| panic!("{e}"));
+    let home = root.path().join("home");
+    symlink(&real, &home).unwrap_or_else(|e| panic!("{e}"));
+    let store = SessionStore::new(&home);
+    let header = SessionHeader::root("s", 1, Some("/ws".into()));
+    let mut writer = must(SessionWriter::create(&store, &header, Encoding::Zstd));
+    must(writer.append(&line(&event(0))));
+    must(writer.sync());
+    drop(writer);
+    let location = must(store.locate("s")).unwrap_or_else(|| panic!("not found"));
+    let (mut writer, stored) = must(SessionWriter::resume(&location));
+    assert_eq!(stored.events.len(), 1);
+    must(writer.sync());
+    assert!(
+        real.join("sessions/--ws--/s/session.v4.jsonl.zstd")
+            .is_file()
+    );
+}

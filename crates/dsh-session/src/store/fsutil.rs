@@ -4,7 +4,7 @@
 //! runtime).
 
 use super::error::StoreError;
-use crate::private_fs::{create_file, open_dir};
+use crate::private_fs::create_file;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::Path;
@@ -33,7 +33,9 @@ pub(crate) fn sync_data(file: &File, path: &Path) -> Result<(), StoreError> {
 }
 
 /// `fsync` of a directory, making entries created or renamed in it durable.
+/// The directory is opened read-only and only synced, so it may be reached
+/// through a symbolic link (`DSH_HOME` itself may be one the user made).
 pub(crate) fn sync_dir(path: &Path) -> Result<(), StoreError> {
-    let dir = open_dir("session store directory", path)?;
+    let dir = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
     rustix::fs::fsync(&dir).map_err(|e| StoreError::io("sync", path, e.into()))
 }
