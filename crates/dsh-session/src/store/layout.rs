@@ -83,7 +83,7 @@ pub struct SessionStore {
 
 impl SessionStore {
     /// The store of `dsh_home` (nothing is touched until a session is
-    /// written).
+    /// created).
     pub fn new(dsh_home: impl Into<PathBuf>) -> Self {
         Self {
             home: dsh_home.into(),
