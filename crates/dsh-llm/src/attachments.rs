@@ -1,12 +1,28 @@
 //! The attachment store: prompt images kept by content hash under
 //! `DSH_HOME/attachments/v1/objects/<hex[0:2]>/<sha256 hex>`.
+//!
+//! Directories are 0700 and objects 0600 whatever the umask; objects are
+//! written through `attachments/v1/tmp` and renamed into place, read without
+//! following a symbolic link, and must be regular files owned by the
+//! runtime ([`dsh_session::private_fs`]).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use dsh_session::private_fs::{
+    PrivateFsError, create_dir, create_dir_all, create_file, file_exists, open_file,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::io::Write;
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+/// What a stored image is called in errors.
+const OBJECT: &str = "attachment";
+/// What a staged image is called in errors.
+const STAGED: &str = "attachment staging file";
+/// What a directory of the store is called in errors.
+const DIR: &str = "attachment directory";
 
 /// Why an image could not be admitted (the text is the wire error).
 #[derive(Debug, thiserror::Error)]
@@ -17,14 +33,16 @@ pub enum AdmitError {
     /// The bytes are not an image this runtime can pass on.
     #[error("Image upload is not a PNG, JPEG, WebP or GIF image.")]
     NotAnImage,
-    /// Storing the bytes failed.
+    /// Storing the bytes failed (or an entry on the way is a symbolic link
+    /// or another user's).
     #[error("Image upload could not be stored: {0}")]
-    Io(#[from] std::io::Error),
+    Store(#[from] PrivateFsError),
 }
 
 /// Content-addressed image storage.
 #[derive(Debug, Clone)]
 pub struct AttachmentStore {
+    home: PathBuf,
     root: PathBuf,
 }
 
@@ -32,6 +50,7 @@ impl AttachmentStore {
     /// The store of `dsh_home`. Nothing is created until an image is admitted.
     pub fn new(dsh_home: &Path) -> Self {
         Self {
+            home: dsh_home.to_path_buf(),
             root: dsh_home.join("attachments").join("v1"),
         }
     }
@@ -57,7 +76,10 @@ impl AttachmentStore {
         let size = imagesize::blob_size(&bytes).map_err(|_| AdmitError::NotAnImage)?;
         let hex = hex_digest(&bytes);
         let path = self.object_path(&hex);
-        if !path.exists() {
+        // An object this runtime stored is reused; anything else in its
+        // place (a symbolic link, another user's file) is replaced by the
+        // rename, never followed.
+        if !file_exists(OBJECT, &path).unwrap_or(false) {
             self.write_atomically(&path, &bytes)?;
         }
         Ok(json!({
@@ -69,7 +91,8 @@ impl AttachmentStore {
         }))
     }
 
-    /// The stored bytes of an `attachment` object.
+    /// The stored bytes of an `attachment` object (a regular file owned by
+    /// the runtime, read without following a symbolic link).
     pub fn load(&self, attachment: &Value) -> std::io::Result<Vec<u8>> {
         let hex = attachment_hex(attachment).ok_or_else(|| {
             std::io::Error::new(
@@ -77,28 +100,46 @@ impl AttachmentStore {
                 "attachment without a sha256 id",
             )
         })?;
-        std::fs::read(self.object_path(hex))
+        let path = self.object_path(hex);
+        let mut file = open_file(OBJECT, &path, OpenOptions::new().read(true))
+            .map_err(std::io::Error::other)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
     }
 
-    fn write_atomically(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    /// Writes `bytes` to a new staging file and renames it to `path`,
+    /// creating the missing directories (0700).
+    fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<(), PrivateFsError> {
+        create_dir_all(&self.home)?;
+        let objects = self.root.join("objects");
         let tmp_dir = self.root.join("tmp");
-        let parent = path.parent().unwrap_or(&self.root);
-        for dir in [&tmp_dir, &parent.to_path_buf()] {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
+        let parent = path.parent().unwrap_or(&objects);
+        for dir in [
+            self.root.parent().unwrap_or(&self.root),
+            &self.root,
+            &tmp_dir,
+            &objects,
+            parent,
+        ] {
+            create_dir(DIR, dir)?;
         }
         let tmp = tmp_dir.join(format!("{}-{}", std::process::id(), uuid_like()));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_data()?;
-        std::fs::rename(&tmp, path)
+        let io = |action: &'static str, source: std::io::Error| PrivateFsError::Io {
+            action,
+            path: tmp.clone(),
+            source,
+        };
+        let mut file = create_file(STAGED, &tmp, OpenOptions::new().write(true))?;
+        let written = file
+            .write_all(bytes)
+            .map_err(|e| io("write", e))
+            .and_then(|()| file.sync_data().map_err(|e| io("sync", e)))
+            .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| io("rename", e)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 }
 
@@ -156,6 +197,45 @@ mod tests {
         assert_eq!(store.load(&attachment).map(|b| b.len()).ok(), Some(75));
         // Admitting the same bytes again is idempotent.
         assert_eq!(store.admit(PNG).ok(), Some(attachment));
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn a_symlink_planted_as_an_object_is_refused_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = std::env::temp_dir().join(format!("dsh-attach-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let store = AttachmentStore::new(&home);
+        let attachment = store.admit(PNG).unwrap_or_else(|e| panic!("{e}"));
+        let hex = attachment_hex(&attachment).unwrap_or_default().to_owned();
+        let path = store.object_path(&hex);
+        let victim = home.join("victim");
+        std::fs::write(&victim, b"not an image").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&victim, &path).unwrap_or_else(|e| panic!("{e}"));
+        let err = store.load(&attachment).err().map(|e| e.to_string());
+        assert_eq!(
+            err,
+            Some(format!(
+                "attachment {} is a symbolic link: refusing it",
+                path.display()
+            ))
+        );
+        // Admitting the image again replaces the link; the target is untouched.
+        assert_eq!(store.admit(PNG).ok(), Some(attachment.clone()));
+        assert_eq!(store.load(&attachment).map(|b| b.len()).ok(), Some(75));
+        assert_eq!(std::fs::read(&victim).unwrap_or_default(), b"not an image");
+        for dir in [
+            "attachments",
+            "attachments/v1",
+            "attachments/v1/tmp",
+            "attachments/v1/objects",
+        ] {
+            let mode = std::fs::metadata(home.join(dir))
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or(0);
+            assert_eq!(mode, 0o700, "{dir}");
+        }
         let _ = std::fs::remove_dir_all(&home);
     }
 

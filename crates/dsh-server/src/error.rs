@@ -30,7 +30,8 @@ pub enum RpcError {
     /// `session/wait` on a session not open in this process.
     #[error("unknown SDK session: {0}")]
     UnknownSession(String),
-    /// The session store refused (locked, corrupt, already exists, I/O…).
+    /// The session store refused (locked, corrupt, already exists, another
+    /// workspace, a symbolic link or foreign entry, I/O…).
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A result could not be serialised (a bug, reported rather than hidden).

@@ -136,6 +136,12 @@ impl Server {
 
     /// The open session `id`, created lazily with the committed route. A
     /// session stored on disk but not open must be resumed first.
+    ///
+    /// Creating claims the id on disk before anything is accepted: the
+    /// session directory is made and its kernel lock taken here, so a second
+    /// runtime sharing `DSH_HOME` that asks for the same new id gets
+    /// `session "<id>" is already owned by an active write handle` (or
+    /// `already exists` once the log is written) and writes nothing.
     pub(crate) fn open_session(&self, id: &str) -> Result<Arc<Agent>, RpcError> {
         let init = self.initialized()?;
         let mut registry = self.registry();
@@ -161,8 +167,11 @@ impl Server {
         Ok(agent)
     }
 
-    /// Opens a stored session: takes its lock, reads it, appends the repair
-    /// of an interrupted last turn and `session/end-seed` (to disk only) and
+    /// Opens a stored session: takes its lock, reads it, checks that it
+    /// belongs to the initialized workspace (the workspace, the sandbox
+    /// root, is the `initialize` cwd, never taken from the log: see
+    /// [`dsh_session::store::resume_workspace`]), appends the repair of an
+    /// interrupted last turn and `session/end-seed` (to disk only) and
     /// restores the agent with the committed route. Nothing is created or
     /// changed when this fails.
     pub(crate) fn resume_session(&self, id: &str) -> Result<(), RpcError> {
@@ -177,7 +186,11 @@ impl Server {
             .store
             .locate(id)?
             .ok_or_else(|| RpcError::NotFound(id.to_owned()))?;
-        let (mut writer, stored) = SessionWriter::resume(&location)?;
+        // Lock and read, then check the workspace before anything is
+        // written: a refusal drops the lock and leaves the log as it was.
+        let locked = SessionWriter::lock_stored(&location)?;
+        let workspace = locked.workspace(&init.cwd)?;
+        let (mut writer, stored) = locked.into_writer()?;
         let mut events = stored.events;
         let mut next_seq = events.last().map_or(0, |e| e.seq + 1);
         for closer in repair_closers(&events, now_ms()) {
@@ -190,10 +203,6 @@ impl Server {
         writer.sync()?;
         let facts = resume_facts(&events)?;
         let last_time = events.last().map_or(0, |e| e.time);
-        let workspace = stored
-            .header
-            .cwd
-            .map_or_else(|| init.cwd.clone(), PathBuf::from);
         let log = EventLog::new(id, Some(self.publisher() as Arc<dyn EventObserver>))
             .with_writer(writer)
             .resumed(next_seq, last_time);

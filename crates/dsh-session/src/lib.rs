@@ -10,11 +10,14 @@
 //! names, the v4 log format (header line, one event per line, plain or one
 //! zstd frame per batch), the session lock, reading back with torn-tail
 //! tolerance, and the repair that resume appends to an interrupted turn.
+//! [`private_fs`] creates and opens the runtime's files under `DSH_HOME`
+//! (0600 / 0700, no symbolic links, owned by the runtime).
 
 mod log;
 mod message;
 
 pub mod events;
+pub mod private_fs;
 pub mod store;
 
 pub use log::{EventDraft, EventLog, EventObserver, SessionStatus, now_ms};

@@ -156,7 +156,7 @@ fn appended_bytes_are_exactly_the_lines_given() {
 }
 
 #[test]
-fn nothing_exists_before_the_first_flush() {
+fn no_log_before_the_first_flush_and_no_footprint_when_unused() {
     let root = temp();
     let home = root.path().join("dsh_home");
     let store = SessionStore::new(&home);
@@ -165,27 +165,37 @@ fn nothing_exists_before_the_first_flush() {
         &header("lazy"),
         Encoding::Zstd,
     ));
+    let location = writer.location().clone();
+    // Claimed: the directory and its lock exist, the log does not.
     assert!(!writer.is_on_disk());
-    must(writer.flush()); // nothing buffered: still nothing
+    assert!(location.lock_file().is_file());
+    assert!(!location.file.exists());
+    must(writer.flush()); // nothing buffered: still no log
     must(writer.sync());
-    assert!(!home.exists());
     for seq in 0..3 {
         must(writer.append(&line(&event(seq))));
     }
     assert_eq!(writer.buffered_events(), 3);
-    assert!(!home.exists());
+    assert!(!location.file.exists());
     assert!(matches!(store.exists("lazy"), Ok(false)));
     must(writer.flush());
     assert!(writer.is_on_disk());
     assert!(matches!(store.exists("lazy"), Ok(true)));
-    // A writer dropped before its first write leaves nothing either.
+    // A writer dropped before its first write leaves nothing behind.
     let quiet = must(SessionWriter::create(
         &store,
         &header("quiet"),
         Encoding::Zstd,
     ));
+    let quiet_dir = quiet.location().dir.clone();
+    assert!(quiet_dir.is_dir());
     drop(quiet);
-    assert!(!store.sessions_dir().join("--home-user-ws--/quiet").exists());
+    assert!(!quiet_dir.exists());
+    // Its project directory stays: it holds "lazy".
+    assert!(store.sessions_dir().join("--home-user-ws--/lazy").is_dir());
+    let alone = SessionHeader::root("alone", 1, Some("/elsewhere".into()));
+    drop(must(SessionWriter::create(&store, &alone, Encoding::Plain)));
+    assert!(!store.sessions_dir().join("--elsewhere--").exists());
     // A writer dropped with buffered events writes them.
     let mut dropped = must(SessionWriter::create(
         &store,
@@ -296,21 +306,94 @@ fn two_creators_of_one_id_do_not_both_win() {
         &header("race"),
         Encoding::Plain,
     ));
-    let mut b = must(SessionWriter::create(
-        &store,
-        &header("race"),
-        Encoding::Plain,
-    ));
+    // The second creator is refused at creation, before it can accept
+    // anything, in the same project directory or in another one.
+    let owned = Some(r#"session "race" is already owned by an active write handle"#.to_owned());
+    let b = SessionWriter::create(&store, &header("race"), Encoding::Plain);
+    assert_eq!(b.err().map(|e| e.to_string()), owned);
+    let elsewhere = SessionHeader::root("race", 1, Some("/elsewhere".into()));
+    let b = SessionWriter::create(&store, &elsewhere, Encoding::Zstd);
+    assert_eq!(b.err().map(|e| e.to_string()), owned);
+    assert!(!store.sessions_dir().join("--elsewhere--").exists());
     must(a.append(&line(&event(0))));
-    must(b.append(&line(&event(0))));
     must(a.flush());
-    assert!(matches!(b.flush(), Err(StoreError::Locked { .. })));
+    // Once the log exists the id "already exists", locked or not.
+    let b = SessionWriter::create(&store, &elsewhere, Encoding::Zstd);
+    assert_eq!(
+        b.err().map(|e| e.to_string()).as_deref(),
+        Some(r#"session "race" already exists"#)
+    );
     drop(a);
-    assert!(matches!(b.flush(), Err(StoreError::AlreadyExists { .. })));
-    // b's events were not written anywhere.
+    assert!(matches!(
+        SessionWriter::create(&store, &header("race"), Encoding::Plain),
+        Err(StoreError::AlreadyExists { .. })
+    ));
     let location = must(store.locate("race")).unwrap_or_else(|| panic!("not found"));
     assert_eq!(read(&location).events.len(), 1);
-    assert!(matches!(b.close(), Err(StoreError::AlreadyExists { .. })));
+}
+
+#[test]
+fn a_crashed_creator_does_not_block_the_id() {
+    let home = temp();
+    let store = SessionStore::new(home.path());
+    // What a creator killed before its first write leaves: the directory
+    // and an unlocked lock file.
+    let dir = store.sessions_dir().join("--home-user-ws--/crashed");
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(dir.join("session.lock"), b"").unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(store.locate("crashed"), Ok(None)));
+    let mut writer = must(SessionWriter::create(
+        &store,
+        &header("crashed"),
+        Encoding::Plain,
+    ));
+    must(writer.append(&line(&event(0))));
+    must(writer.close());
+    let location = must(store.locate("crashed")).unwrap_or_else(|| panic!("not found"));
+    assert_eq!(read(&location).events.len(), 1);
+    // Left by a creator in another project directory: the same.
+    let other = store.sessions_dir().join("--other--/crashed2");
+    fs::create_dir_all(&other).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(other.join("session.lock"), b"").unwrap_or_else(|e| panic!("{e}"));
+    drop(must(SessionWriter::create(
+        &store,
+        &header("crashed2"),
+        Encoding::Plain,
+    )));
+}
+
+#[test]
+fn creators_in_many_threads_one_wins() {
+    for round in 0..20 {
+        let home = temp();
+        let store = SessionStore::new(home.path());
+        let id = format!("t{round}");
+        let barrier = std::sync::Barrier::new(4);
+        let outcomes: Vec<Result<SessionWriter, StoreError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|i| {
+                    let (store, id, barrier) = (&store, &id, &barrier);
+                    scope.spawn(move || {
+                        let cwd = format!("/ws{}", i % 2);
+                        let header = SessionHeader::root(id.as_str(), 1, Some(cwd));
+                        barrier.wait();
+                        SessionWriter::create(store, &header, Encoding::Plain)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| panic!("thread panicked")))
+                .collect()
+        });
+        let winners = outcomes.iter().filter(|o| o.is_ok()).count();
+        assert_eq!(winners, 1, "round {round}");
+        for outcome in &outcomes {
+            if let Err(err) = outcome {
+                assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+            }
+        }
+    }
 }
 
 #[test]

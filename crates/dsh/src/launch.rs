@@ -66,6 +66,9 @@ pub enum LaunchError {
     /// A bad sandbox setting (`DSH_SANDBOX_NETWORK`, `DSH_WEB_FETCH_PRIVATE`).
     #[error("dsh: {0}")]
     Sandbox(String),
+    /// `DSH_HOME` cannot be created.
+    #[error("dsh: DSH_HOME: {0}")]
+    Home(#[from] dsh_session::private_fs::PrivateFsError),
     /// The process cwd is unusable.
     #[error("dsh: cannot determine the current directory: {0}")]
     Cwd(std::io::Error),
@@ -143,7 +146,8 @@ Serves the DeepSeek Harness SDK protocol (newline-delimited JSON-RPC 2.0) on std
 Requires DSH_HOME. Diagnostics go to stderr; set DSH_LOG=debug for more.\n";
 
 impl Launch {
-    /// Validates the command line, reads the overlays and checks `DSH_HOME`.
+    /// Validates the command line, reads the overlays and checks `DSH_HOME`,
+    /// creating it (0700) when it is missing.
     pub fn prepare(cli: &Cli) -> Result<Prepared, LaunchError> {
         let name = cli.profile.as_deref().ok_or(LaunchError::NoProfile)?;
         if !matches!(name, "sdk" | "sdk-minimal" | HEADLESS) {
@@ -183,6 +187,7 @@ impl Launch {
             (None, _, _) => return Err(LaunchError::NoHome(name.to_owned())),
         };
         let dsh_home = resolve_home(&home, &process_cwd, env.get("HOME").as_deref());
+        crate::home::prepare(&dsh_home)?;
         let profile = if name != "sdk-minimal" {
             let mode = match env.get("DSH_PERMISSION_MODE") {
                 Some(mode) => mode
@@ -246,16 +251,6 @@ impl Launch {
     /// The server configuration of this launch.
     pub fn server_config(self) -> ServerConfig {
         let home = &self.providers.dsh_home;
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            if let Err(err) = std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(home)
-            {
-                tracing::warn!("cannot create DSH_HOME {}: {err}", home.display());
-            }
-        }
         // Commands may never write DSH_HOME, wherever it lies (under /tmp,
         // inside the workspace): the sandbox mounts it read-only for them.
         let sandbox = SandboxConfig::from_current_exe()

@@ -2,6 +2,7 @@
 
 mod cli;
 mod headless;
+mod home;
 mod launch;
 mod stdio;
 

@@ -1,5 +1,6 @@
 //! The one error type of the store.
 
+use crate::private_fs::{PrivateFsError, Refusal};
 use std::io;
 use std::path::PathBuf;
 
@@ -16,6 +17,32 @@ pub enum StoreError {
         /// The operating system's error.
         #[source]
         source: io::Error,
+    },
+    /// An entry of the store is not one the runtime may use: a symbolic
+    /// link, not a regular file or directory, or owned by another user.
+    #[error("{what} {} {refusal}: refusing it", path.display())]
+    Refused {
+        /// What the entry should have been (`session log`, `session lock`, …).
+        what: &'static str,
+        /// The entry.
+        path: PathBuf,
+        /// What is wrong with it.
+        refusal: Refusal,
+    },
+    /// Resuming a session from another workspace than the one it belongs
+    /// to (the stored header `cwd`).
+    #[error(
+        "session \"{id}\" belongs to the workspace {}, but this runtime was initialized with {}; initialize with that cwd to resume it",
+        stored.display(),
+        given.display()
+    )]
+    WorkspaceMismatch {
+        /// The session id.
+        id: String,
+        /// The header's `cwd`.
+        stored: PathBuf,
+        /// The `initialize` cwd.
+        given: PathBuf,
     },
     /// Another live write handle (this process or another) holds the
     /// session's kernel lock.
@@ -112,6 +139,31 @@ pub enum StoreError {
         /// The session id.
         id: String,
     },
+}
+
+impl From<PrivateFsError> for StoreError {
+    fn from(err: PrivateFsError) -> Self {
+        match err {
+            PrivateFsError::Io {
+                action,
+                path,
+                source,
+            } => Self::Io {
+                action,
+                path,
+                source,
+            },
+            PrivateFsError::Refused {
+                what,
+                path,
+                refusal,
+            } => Self::Refused {
+                what,
+                path,
+                refusal,
+            },
+        }
+    }
 }
 
 impl StoreError {

@@ -3,6 +3,7 @@
 
 use super::error::StoreError;
 use super::names::{NO_CWD_DIR, encode_session_id, project_key};
+use crate::private_fs::{file_exists, verify_dir};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,15 @@ pub const LOCK_FILE: &str = "session.lock";
 pub const PLAIN_FILE: &str = "session.v4.jsonl";
 /// The zstd log file name (profile `sdk`).
 pub const ZSTD_FILE: &str = "session.v4.jsonl.zstd";
+
+/// What a session log is called in errors.
+pub(crate) const LOG_WHAT: &str = "session log";
+/// What a session directory is called in errors.
+pub(crate) const SESSION_DIR: &str = "session directory";
+/// What a project directory is called in errors.
+pub(crate) const PROJECT_DIR: &str = "project directory";
+/// What `DSH_HOME/sessions` is called in errors.
+pub(crate) const SESSIONS_DIR: &str = "sessions directory";
 
 /// How a session log is stored. One session directory never holds both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,7 +83,7 @@ pub struct SessionStore {
 
 impl SessionStore {
     /// The store of `dsh_home` (nothing is touched until a session is
-    /// written).
+    /// created).
     pub fn new(dsh_home: impl Into<PathBuf>) -> Self {
         Self {
             home: dsh_home.into(),
@@ -109,31 +119,18 @@ impl SessionStore {
     /// directories hold it, when one directory holds both encodings, or
     /// when only a log of another format generation is there.
     ///
-    /// A session directory holding no log file (only `session.lock`) does
-    /// not count.
+    /// A session directory holding no log file (only `session.lock`: a
+    /// session being created, or one whose creator crashed before its first
+    /// write) does not count. A log that is a symbolic link, not a regular
+    /// file or owned by another user, or that sits in such a directory, is
+    /// refused ([`StoreError::Refused`]).
     pub fn locate(&self, id: &str) -> Result<Option<SessionLocation>, StoreError> {
-        let sessions = self.sessions_dir();
-        let entries = match fs::read_dir(&sessions) {
-            Ok(entries) => entries,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(StoreError::io("read directory", sessions, err)),
-        };
-        let segment = encode_session_id(id);
         let mut found: Vec<SessionLocation> = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| StoreError::io("read directory", &sessions, e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let is_project = name == NO_CWD_DIR
-                || (name.len() >= 4 && name.starts_with("--") && name.ends_with("--"));
-            if !is_project {
-                continue;
-            }
-            if let Some(location) = probe(id, &entry.path().join(&segment))? {
+        for dir in self.session_dirs(id)? {
+            if let Some(location) = probe(id, &dir)? {
                 found.push(location);
             }
         }
-        found.sort_by(|a, b| a.dir.cmp(&b.dir));
         let mut found = found.into_iter();
         let first = found.next();
         if let (Some(first), Some(second)) = (&first, found.next()) {
@@ -144,6 +141,33 @@ impl SessionStore {
             });
         }
         Ok(first)
+    }
+
+    /// Every entry named for `id` in a project directory, with a log or
+    /// without one (a session being created, or left by a crashed creator),
+    /// sorted.
+    pub(crate) fn session_dirs(&self, id: &str) -> Result<Vec<PathBuf>, StoreError> {
+        let sessions = self.sessions_dir();
+        let entries = match fs::read_dir(&sessions) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(err) => return Err(StoreError::io("read directory", sessions, err)),
+        };
+        let segment = encode_session_id(id);
+        let mut dirs = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io("read directory", &sessions, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let is_project = name == NO_CWD_DIR
+                || (name.len() >= 4 && name.starts_with("--") && name.ends_with("--"));
+            let dir = entry.path().join(&segment);
+            if is_project && present(&dir)? {
+                dirs.push(dir);
+            }
+        }
+        dirs.sort();
+        Ok(dirs)
     }
 
     /// Whether `id` has a log anywhere under `sessions/`.
@@ -164,10 +188,24 @@ fn present(path: &Path) -> Result<bool, StoreError> {
     }
 }
 
-/// The log in session directory `dir`, if any.
+/// The log in session directory `dir`, if any. A log found must be a
+/// regular file owned by the runtime, in a session directory and a project
+/// directory that are real directories owned by the runtime (no symbolic
+/// links); anything else is refused.
 pub(crate) fn probe(id: &str, dir: &Path) -> Result<Option<SessionLocation>, StoreError> {
     let zstd = present(&dir.join(ZSTD_FILE))?;
     let plain = present(&dir.join(PLAIN_FILE))?;
+    if zstd || plain {
+        if let Some(project) = dir.parent() {
+            verify_dir(PROJECT_DIR, project)?;
+        }
+        verify_dir(SESSION_DIR, dir)?;
+    }
+    for (found, name) in [(zstd, ZSTD_FILE), (plain, PLAIN_FILE)] {
+        if found {
+            file_exists(LOG_WHAT, &dir.join(name))?;
+        }
+    }
     match (zstd, plain) {
         (true, true) => Err(StoreError::MixedEncoding {
             dir: dir.to_path_buf(),

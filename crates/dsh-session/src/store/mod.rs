@@ -11,6 +11,9 @@
 //!   corruption, `sourceEventSeqs` runs.
 //! * [`repair_closers`] / [`resume_facts`]: the closers resume appends to an
 //!   interrupted turn, and the facts resume rebuilds from a log.
+//! * [`LockedSession`] / [`resume_workspace`]: a stored session read under
+//!   its lock before anything is written, and the check of the workspace it
+//!   resumes in.
 //!
 //! Create, write, resume:
 //!
@@ -37,14 +40,17 @@
 //! # }
 //! ```
 
+mod claim;
 mod error;
 mod facts;
 mod fsutil;
 mod header;
 mod layout;
 mod lock;
+mod locked;
 mod reader;
 mod repair;
+mod workspace;
 mod writer;
 
 pub mod names;
@@ -53,7 +59,9 @@ pub use error::StoreError;
 pub use facts::{HistoryEntry, PendingInbox, ResumeFacts, resume_facts};
 pub use header::{FORMAT_VERSION, HeaderType, SessionHeader};
 pub use layout::{Encoding, LOCK_FILE, PLAIN_FILE, SessionLocation, SessionStore, ZSTD_FILE};
+pub use locked::LockedSession;
 pub use names::{NO_CWD_DIR, encode_session_id, project_key};
 pub use reader::{SessionReader, StoredSession};
 pub use repair::{EventDraftOwned, SESSION_END_SEED, repair_closers};
+pub use workspace::resume_workspace;
 pub use writer::SessionWriter;

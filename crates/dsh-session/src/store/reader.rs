@@ -2,12 +2,14 @@
 
 use super::error::StoreError;
 use super::header::{FORMAT_VERSION, SessionHeader};
-use super::layout::{Encoding, SessionLocation};
+use super::layout::{Encoding, LOG_WHAT, SessionLocation};
+use crate::private_fs::open_file;
 use dsh_protocol::event::SessionEvent;
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::fs;
+use std::fs::OpenOptions;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use zstd::stream::raw::{Decoder, Operation};
 
@@ -88,10 +90,13 @@ pub(crate) enum TailFix {
 pub struct SessionReader;
 
 impl SessionReader {
-    /// Reads the whole log at `location`.
+    /// Reads the whole log at `location` (a regular file owned by the
+    /// runtime, opened without following a symbolic link).
     pub fn read(location: &SessionLocation) -> Result<StoredSession, StoreError> {
-        let bytes =
-            fs::read(&location.file).map_err(|e| StoreError::io("read", &location.file, e))?;
+        let mut file = open_file(LOG_WHAT, &location.file, OpenOptions::new().read(true))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| StoreError::io("read", &location.file, e))?;
         Self::parse(location, &bytes)
     }
 

@@ -1,11 +1,14 @@
 //! The one write handle of a session log: [`SessionWriter`].
 
+use super::claim::{Claim, claim};
 use super::error::StoreError;
-use super::fsutil::{create_private, ensure_dir, ensure_dir_all, sync_data, sync_dir};
+use super::fsutil::{create_temp, sync_data, sync_dir};
 use super::header::{FORMAT_VERSION, SessionHeader};
-use super::layout::{Encoding, SessionLocation, SessionStore, probe};
+use super::layout::{Encoding, LOG_WHAT, SessionLocation, SessionStore, probe};
 use super::lock::SessionLock;
-use super::reader::{SessionReader, StoredSession, TailFix};
+use super::locked::LockedSession;
+use super::reader::{StoredSession, TailFix};
+use crate::private_fs::open_file;
 use dsh_protocol::event::SessionEvent;
 use serde_json::value::RawValue;
 use std::fs::{self, File, OpenOptions};
@@ -19,17 +22,24 @@ const ZSTD_LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
 ///
 /// # Lifecycle
 ///
-/// * [`SessionWriter::create`] checks that no log with the id exists anywhere
-///   under `sessions/` and then touches **nothing**: a session has no
-///   footprint until its first write (§11.4).
+/// * [`SessionWriter::create`] claims the id before returning: it checks
+///   that no log with the id exists anywhere under `sessions/`, creates the
+///   missing directories (mode 0700: `DSH_HOME`, `sessions/`, the project
+///   directory, the session directory), opens `session.lock` (empty, 0600)
+///   and takes an exclusive non-blocking kernel `flock` on it for the
+///   writer's lifetime, so a second creator of the id, here or in another
+///   process, is refused at once (see `claim` for the errors). Unlike the
+///   official runtime, whose created session has no footprint until its
+///   first write (§11.4), the session directory and its lock file exist
+///   from creation; the log does not.
 /// * The first [`flush`](SessionWriter::flush) that has events to write
-///   creates the missing directories (mode 0700: `DSH_HOME`, `sessions/`,
-///   the project directory, the session directory), opens `session.lock`
-///   (empty, 0600, never deleted) and takes an exclusive non-blocking kernel
-///   `flock` on it for the writer's lifetime, then writes the header line and
-///   the buffered events as the first batch into a temporary file that is
-///   renamed to the log name (0600). The log therefore never exists without
-///   a complete first batch, header included.
+///   writes the header line and the buffered events as the first batch into
+///   a temporary file that is renamed to the log name (0600). The log
+///   therefore never exists without a complete first batch, header included.
+/// * A writer dropped without ever writing removes its lock file and empty
+///   directories again, leaving no footprint. A crashed creator leaves a
+///   directory holding only an unlocked `session.lock`, which
+///   [`SessionStore::locate`] ignores and a later creation reuses.
 /// * [`SessionWriter::open_append`] (or [`SessionWriter::resume`], which
 ///   locks before reading) reopens an existing log: it takes the lock,
 ///   removes a torn tail the reader found, and appends after the existing
@@ -37,7 +47,9 @@ const ZSTD_LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
 /// * The lock belongs to the writer's open file description of
 ///   `session.lock`: a second writer fails with [`StoreError::Locked`]
 ///   whether it is in another process or in this one, and dropping the
-///   writer releases it.
+///   writer releases it. `session.lock` is never deleted once a log exists.
+/// * Every file is opened without following a symbolic link and must be a
+///   regular file owned by the runtime ([`StoreError::Refused`] otherwise).
 ///
 /// # Batches
 ///
@@ -90,15 +102,21 @@ pub struct SessionWriter {
 
 /// Where flushed batches go.
 enum Sink {
-    /// Created; nothing on disk yet.
-    Pending {
+    /// Created: the directory exists and the lock is held; no log yet.
+    Claimed {
+        /// The claim.
+        claim: Claim,
         /// The store the session is created in.
         store: SessionStore,
     },
     /// The log is open and locked.
     Open(OpenLog),
-    /// A failed write could not be undone.
-    Poisoned,
+    /// A failed write could not be undone. The lock (if any) is kept while
+    /// the writer lives, so nobody else appends after the partial bytes.
+    Poisoned {
+        /// The lock, kept until the writer is dropped.
+        _lock: Option<SessionLock>,
+    },
 }
 
 /// An open, locked log.
@@ -123,12 +141,17 @@ impl std::fmt::Debug for SessionWriter {
 
 impl SessionWriter {
     /// A writer for a new session described by `header`, stored in the
-    /// project directory of `header.cwd` with `encoding`. Nothing is written
-    /// until the first [`flush`](Self::flush) with events.
+    /// project directory of `header.cwd` with `encoding`. The session
+    /// directory is created and its lock taken now; the log is written at
+    /// the first [`flush`](Self::flush) with events.
     ///
     /// Fails with [`StoreError::AlreadyExists`] when a log with the id exists
-    /// anywhere under `sessions/`, and with [`StoreError::InvalidHeader`] for
-    /// a header of another format version or with an empty id.
+    /// anywhere under `sessions/`, with [`StoreError::Locked`] when another
+    /// live handle (a creator that has not written yet) holds a lock of the
+    /// id, with [`StoreError::Refused`] when an entry on the way is a
+    /// symbolic link or not the runtime's, and with
+    /// [`StoreError::InvalidHeader`] for a header of another format version
+    /// or with an empty id.
     pub fn create(
         store: &SessionStore,
         header: &SessionHeader,
@@ -147,20 +170,17 @@ impl SessionWriter {
                 reason: "empty session id".to_owned(),
             });
         }
-        if store.locate(&header.id)?.is_some() {
-            return Err(StoreError::AlreadyExists {
-                id: header.id.clone(),
-            });
-        }
         let location =
             store.location_for(header.cwd.as_deref().map(Path::new), &header.id, encoding);
         let mut buf = serde_json::to_vec(header).map_err(|e| StoreError::InvalidHeader {
             reason: e.to_string(),
         })?;
         buf.push(b'\n');
+        let claim = claim(store, &location)?;
         Ok(Self {
             location,
-            sink: Sink::Pending {
+            sink: Sink::Claimed {
+                claim,
                 store: store.clone(),
             },
             buf,
@@ -194,7 +214,7 @@ impl SessionWriter {
             });
         }
         let lock = SessionLock::acquire(&location.lock_file(), &location.id)?;
-        let len = fs::metadata(&location.file)
+        let len = fs::symlink_metadata(&location.file)
             .map_err(|e| StoreError::io("inspect", &location.file, e))?
             .len();
         if len != stored.file_len {
@@ -209,13 +229,19 @@ impl SessionWriter {
     /// for appending (as [`open_append`](Self::open_append), without the
     /// window between reading and locking).
     pub fn resume(location: &SessionLocation) -> Result<(Self, StoredSession), StoreError> {
-        let lock = SessionLock::acquire(&location.lock_file(), &location.id)?;
-        let stored = SessionReader::read(location)?;
-        let writer = Self::reopen(location, lock, &stored.tail)?;
-        Ok((writer, stored))
+        Self::lock_stored(location)?.into_writer()
     }
 
-    fn reopen(
+    /// Takes the lock of the log at `location` and reads it, without
+    /// changing anything on disk yet: the caller can check the stored
+    /// session (its workspace, say) before
+    /// [`LockedSession::into_writer`] repairs a torn tail and reopens it
+    /// for appending, or drop it to release the lock.
+    pub fn lock_stored(location: &SessionLocation) -> Result<LockedSession, StoreError> {
+        LockedSession::lock(location)
+    }
+
+    pub(crate) fn reopen(
         location: &SessionLocation,
         lock: SessionLock,
         tail: &TailFix,
@@ -226,10 +252,7 @@ impl SessionWriter {
             TailFix::Clean => {}
             TailFix::Newline => buf.push(b'\n'),
             TailFix::Truncate { len } => {
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(&location.file)
-                    .map_err(|e| StoreError::io("open", &location.file, e))?;
+                let file = open_file(LOG_WHAT, &location.file, OpenOptions::new().write(true))?;
                 file.set_len(*len)
                     .map_err(|e| StoreError::io("truncate", &location.file, e))?;
                 sync_data(&file, &location.file)?;
@@ -240,10 +263,7 @@ impl SessionWriter {
                 sync_dirs(&mut unsynced_dirs)?;
             }
         }
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&location.file)
-            .map_err(|e| StoreError::io("open", &location.file, e))?;
+        let file = open_file(LOG_WHAT, &location.file, OpenOptions::new().append(true))?;
         let len = file
             .metadata()
             .map_err(|e| StoreError::io("inspect", &location.file, e))?
@@ -289,7 +309,7 @@ impl SessionWriter {
     /// Buffers one event line: `line` exactly as given (one compact JSON
     /// envelope, no `\n`) plus `\n`.
     pub fn append(&mut self, line: &str) -> Result<(), StoreError> {
-        if matches!(self.sink, Sink::Poisoned) {
+        if matches!(self.sink, Sink::Poisoned { .. }) {
             return Err(self.poisoned());
         }
         if line.is_empty() || line.contains('\n') {
@@ -329,12 +349,9 @@ impl SessionWriter {
     /// nothing is buffered.
     pub fn flush(&mut self) -> Result<(), StoreError> {
         match &self.sink {
-            Sink::Poisoned => Err(self.poisoned()),
-            Sink::Pending { .. } if self.buffered == 0 => Ok(()),
-            Sink::Pending { store } => {
-                let store = store.clone();
-                self.first_write(&store)
-            }
+            Sink::Poisoned { .. } => Err(self.poisoned()),
+            Sink::Claimed { .. } if self.buffered == 0 => Ok(()),
+            Sink::Claimed { .. } => self.first_write(),
             Sink::Open(_) if self.buf.is_empty() => Ok(()),
             Sink::Open(_) => self.write_batch(),
         }
@@ -401,29 +418,12 @@ impl SessionWriter {
         Ok(Some(out))
     }
 
-    /// Creates the session on disk with the buffered header and events.
-    fn first_write(&mut self, store: &SessionStore) -> Result<(), StoreError> {
+    /// Writes the log of a claimed session: the buffered header and events.
+    fn first_write(&mut self) -> Result<(), StoreError> {
         let dir = self.location.dir.clone();
-        let Some(project) = dir.parent().map(Path::to_path_buf) else {
-            return Err(StoreError::io(
-                "create directory",
-                &dir,
-                io::Error::other("session directory has no parent"),
-            ));
-        };
-        let sessions = store.sessions_dir();
-        let mut unsynced_dirs = Vec::new();
-        ensure_dir_all(store.home())?;
-        if ensure_dir(&sessions)? {
-            unsynced_dirs.push(store.home().to_path_buf());
-        }
-        if ensure_dir(&project)? {
-            unsynced_dirs.push(sessions);
-        }
-        if ensure_dir(&dir)? {
-            unsynced_dirs.push(project);
-        }
-        let lock = SessionLock::acquire(&self.location.lock_file(), &self.location.id)?;
+        // Only a handle holding the lock writes a log, and this one has held
+        // it since before the directory could hold one; this guards against
+        // a writer that ignores the lock.
         if probe(&self.location.id, &dir)?.is_some() {
             return Err(StoreError::AlreadyExists {
                 id: self.location.id.clone(),
@@ -432,7 +432,7 @@ impl SessionWriter {
         let encoded = self.encode(true)?;
         let bytes = encoded.as_deref().unwrap_or(&self.buf);
         let temp = temp_path(&self.location.file);
-        let mut file = create_private(&temp)?;
+        let mut file = create_temp(&temp)?;
         let written = file
             .write_all(bytes)
             .map_err(|e| StoreError::io("write", &temp, e))
@@ -444,11 +444,18 @@ impl SessionWriter {
             let _ = fs::remove_file(&temp);
             return Err(err);
         }
-        unsynced_dirs.push(dir);
         let len = bytes.len() as u64;
+        let Sink::Claimed { claim, .. } =
+            std::mem::replace(&mut self.sink, Sink::Poisoned { _lock: None })
+        else {
+            // Only called from `flush` on a claimed sink.
+            return Err(self.poisoned());
+        };
+        let mut unsynced_dirs = claim.unsynced_dirs;
+        unsynced_dirs.push(dir);
         self.sink = Sink::Open(OpenLog {
             file,
-            _lock: lock,
+            _lock: claim.lock,
             len,
             unsynced_dirs,
         });
@@ -473,8 +480,13 @@ impl SessionWriter {
             }
             Err(err) => {
                 let error = StoreError::io("write", &self.location.file, err);
-                if log.file.set_len(log.len).is_err() {
-                    self.sink = Sink::Poisoned;
+                if log.file.set_len(log.len).is_err()
+                    && let Sink::Open(log) =
+                        std::mem::replace(&mut self.sink, Sink::Poisoned { _lock: None })
+                {
+                    self.sink = Sink::Poisoned {
+                        _lock: Some(log._lock),
+                    };
                 }
                 Err(error)
             }
@@ -485,11 +497,13 @@ impl SessionWriter {
 impl Drop for SessionWriter {
     fn drop(&mut self) {
         let pending = self.buffered > 0 || (self.is_on_disk() && !self.buf.is_empty());
-        if !pending {
-            return;
-        }
-        if let Err(err) = self.flush() {
+        if pending && let Err(err) = self.flush() {
             tracing::warn!(session = %self.location.id, "session log not flushed on drop: {err}");
+        }
+        if let Sink::Claimed { claim, store } =
+            std::mem::replace(&mut self.sink, Sink::Poisoned { _lock: None })
+        {
+            claim.abandon(&store, &self.location);
         }
     }
 }
@@ -526,11 +540,10 @@ fn sync_dirs(dirs: &mut Vec<PathBuf>) -> Result<(), StoreError> {
 /// Replaces everything after the first `keep` bytes of a zstd log with one
 /// frame holding `salvaged`, via a synced temporary file renamed over it.
 fn rewrite_tail(location: &SessionLocation, keep: u64, salvaged: &[u8]) -> Result<(), StoreError> {
-    let source =
-        File::open(&location.file).map_err(|e| StoreError::io("open", &location.file, e))?;
+    let source = open_file(LOG_WHAT, &location.file, OpenOptions::new().read(true))?;
     let temp = temp_path(&location.file);
     let result = (|| {
-        let mut out = create_private(&temp)?;
+        let mut out = create_temp(&temp)?;
         let copied = io::copy(&mut source.take(keep), &mut out)
             .map_err(|e| StoreError::io("copy", &location.file, e))?;
         if copied != keep {

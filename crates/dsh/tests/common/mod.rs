@@ -71,6 +71,31 @@ impl Runtime {
         })
     }
 
+    /// As [`Runtime::start_with`], with the runtime started by
+    /// `sh -c 'umask <umask>; exec dsh …'`.
+    pub fn start_with_umask(
+        profile: &str,
+        umask: &str,
+        configure: impl FnOnce(&mut Command),
+    ) -> Self {
+        Self::start_command(|dir| {
+            let mut cmd = Command::new("sh");
+            cmd.args([
+                "-c",
+                &format!("umask {umask}; exec \"$0\" \"$@\""),
+                env!("CARGO_BIN_EXE_dsh"),
+            ])
+            .env_remove("DSH_HOME")
+            .env_remove("DEEPSEEK_API_KEY")
+            .env_remove("DSH_PERMISSION_MODE")
+            .env("HOME", dir)
+            .current_dir(dir)
+            .args(["--profile", profile]);
+            configure(&mut cmd);
+            cmd
+        })
+    }
+
     /// Starts the command `make` builds in the temp dir (cwd, HOME), with
     /// DSH_HOME set to `<dir>/home` and the workspace `<dir>/ws` created.
     pub fn start_command(make: impl FnOnce(&Path) -> Command) -> Self {

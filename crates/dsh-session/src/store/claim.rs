@@ -1,0 +1,124 @@
+//! Claiming a new session id before anything is accepted for it.
+//!
+//! A session being created owns its id from the start: its directory exists
+//! and its `session.lock` is held before the creator answers anything, so a
+//! second creator of the same id, in this process or another runtime sharing
+//! `DSH_HOME`, is refused at once instead of also accepting and losing its
+//! turns later. The log itself still appears only at the first write.
+
+use super::error::StoreError;
+use super::layout::{
+    LOCK_FILE, PROJECT_DIR, SESSION_DIR, SESSIONS_DIR, SessionLocation, SessionStore,
+};
+use super::lock::{CreationLock, SessionLock};
+use crate::private_fs::{create_dir, create_dir_all};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A claimed new session: its directory exists, its lock is held, no log
+/// is written yet.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    /// The held session lock.
+    pub(crate) lock: SessionLock,
+    /// Directories whose new entries are not yet durable.
+    pub(crate) unsynced_dirs: Vec<PathBuf>,
+}
+
+/// Claims `location` for a new session: creates the missing directories
+/// (0700) and takes the session lock, all while holding the creation lock
+/// of `sessions/`, after checking that no log of the id exists and that no
+/// other live handle holds a lock of the id in any project directory.
+///
+/// Errors: [`StoreError::AlreadyExists`] when a log of the id exists
+/// anywhere; [`StoreError::Locked`] when another handle holds a lock of the
+/// id while it has no log yet. That other handle is a creator of the same id
+/// that has not written yet (resume needs a log), so the session is not on
+/// disk but is owned: "already owned by an active write handle" is the true
+/// answer, "already exists" would not be.
+pub(crate) fn claim(store: &SessionStore, location: &SessionLocation) -> Result<Claim, StoreError> {
+    let id = location.id.as_str();
+    let already_exists = || StoreError::AlreadyExists { id: id.to_owned() };
+    if store.locate(id)?.is_some() {
+        return Err(already_exists());
+    }
+    let project = parent(&location.dir)?;
+    let sessions = store.sessions_dir();
+    let mut unsynced_dirs = Vec::new();
+    create_dir_all(store.home())?;
+    if create_dir(SESSIONS_DIR, &sessions)? {
+        unsynced_dirs.push(store.home().to_path_buf());
+    }
+    let _creating = CreationLock::acquire(&sessions)?;
+    if store.locate(id)?.is_some() {
+        return Err(already_exists());
+    }
+    for dir in store.session_dirs(id)? {
+        if SessionLock::is_held(&dir.join(LOCK_FILE))? {
+            return Err(StoreError::Locked { id: id.to_owned() });
+        }
+    }
+    if create_dir(PROJECT_DIR, project)? {
+        unsynced_dirs.push(sessions);
+    }
+    if create_dir(SESSION_DIR, &location.dir)? {
+        unsynced_dirs.push(project.to_path_buf());
+    }
+    let lock = SessionLock::acquire(&location.lock_file(), id)?;
+    Ok(Claim {
+        lock,
+        unsynced_dirs,
+    })
+}
+
+impl Claim {
+    /// Gives up a claim that was never written to: removes its lock file and
+    /// then its session and project directories if they are empty, under
+    /// the creation lock (so no creator opens the lock file meanwhile), and
+    /// releases the lock. Failures only leave a directory holding at most
+    /// `session.lock`, which [`SessionStore::locate`] ignores and a later
+    /// creation reuses; they are logged at debug level.
+    pub(crate) fn abandon(self, store: &SessionStore, location: &SessionLocation) {
+        let _creating = match CreationLock::acquire(&store.sessions_dir()) {
+            Ok(lock) => lock,
+            Err(err) => {
+                tracing::debug!(session = %location.id, "unused session directory kept: {err}");
+                return;
+            }
+        };
+        let removed = remove(&location.lock_file(), |p| fs::remove_file(p))
+            .and_then(|()| remove(&location.dir, |p| fs::remove_dir(p)));
+        drop(self.lock);
+        // The project directory usually holds other sessions.
+        let removed = removed.and_then(|()| match location.dir.parent() {
+            Some(project) => match remove(project, |p| fs::remove_dir(p)) {
+                Err(err) if err.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(()),
+                other => other,
+            },
+            None => Ok(()),
+        });
+        if let Err(err) = removed {
+            tracing::debug!(session = %location.id, "unused session directory kept: {err}");
+        }
+    }
+}
+
+/// Removes `path` with `op`; a missing entry is fine.
+fn remove(path: &Path, op: fn(&Path) -> io::Result<()>) -> io::Result<()> {
+    match op(path) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// The project directory of a session directory.
+fn parent(dir: &Path) -> Result<&Path, StoreError> {
+    dir.parent().ok_or_else(|| {
+        StoreError::io(
+            "create directory",
+            dir,
+            io::Error::other("session directory has no parent"),
+        )
+    })
+}
