@@ -97,15 +97,21 @@ impl Runtime {
     }
 
     /// Starts the command `make` builds in the temp dir (cwd, HOME), with
-    /// DSH_HOME set to `<dir>/home` and the workspace `<dir>/ws` created.
+    /// DSH_HOME set to `<dir>/home` unless `make` set it, and the workspace
+    /// `<dir>/ws` created.
     pub fn start_command(make: impl FnOnce(&Path) -> Command) -> Self {
         let dir = TempDir::new("rt");
         let home = dir.path().join("home");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
         let mut cmd = make(dir.path());
-        cmd.env("DSH_HOME", &home)
-            .stdin(Stdio::piped())
+        if !cmd
+            .get_envs()
+            .any(|(key, value)| key == "DSH_HOME" && value.is_some())
+        {
+            cmd.env("DSH_HOME", &home);
+        }
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn dsh: {e}"));
