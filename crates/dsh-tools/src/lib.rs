@@ -69,7 +69,8 @@ pub use mode::{ParsePermissionModeError, PermissionMode};
 pub use output::{ToolError, ToolOutput, text_block, unknown_tool};
 pub use sandbox::{
     HiddenEnv, LandlockSupport, Launcher, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, NetworkAccess,
-    SANDBOX_EXEC_ARG, SandboxConfig, SandboxProbe, sandbox_exec_main, sandbox_exec_with,
+    SANDBOX_EXEC_ARG, SCOPE_LANDLOCK_ABI, SandboxConfig, SandboxProbe, sandbox_exec_main,
+    sandbox_exec_with,
 };
 pub use session::SessionTools;
 pub use todo::{Todo, TodoStatus};

@@ -2,11 +2,13 @@
 //! <dir>]… [--network off] -- <program> <args…>`.
 
 use super::{
-    CONFINE_FLAG, LandlockSupport, NETWORK_FLAG, NetworkAccess, PROTECT_FLAG, REFUSAL_PREFIX,
-    REFUSED_EXIT, SANDBOX_EXEC_ARG, capabilities, mounts, refusal, rules,
+    CONFINE_FLAG, LandlockSupport, NETWORK_FLAG, NetworkAccess, PID_NAMESPACE_FLAG, PROTECT_FLAG,
+    REFUSAL_PREFIX, REFUSED_EXIT, SANDBOX_EXEC_ARG, SCOPE_LANDLOCK_ABI, capabilities, mounts,
+    refusal, rules,
 };
 use crate::PermissionMode;
 use rustix::process::Signal;
+use rustix::thread::UnshareFlags;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::ffi::OsString;
@@ -35,6 +37,10 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
         Some((first, rest)) if first == CONFINE_FLAG => (true, rest),
         _ => (false, args),
     };
+    let (pid_namespace, args) = match args.split_first() {
+        Some((first, rest)) if confine && first == PID_NAMESPACE_FLAG => (true, rest),
+        _ => (false, args),
+    };
     let invocation = match Invocation::parse(args) {
         Ok(invocation) => invocation,
         Err(message) => {
@@ -43,7 +49,7 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
         }
     };
     if confine {
-        return confine_and_exec(&invocation);
+        return confine_and_exec(&invocation, pid_namespace);
     }
     // The launcher stays as the supervisor of the command: when the runtime
     // dies (even by SIGKILL) the kernel sends it SIGTERM, and it kills its
@@ -59,7 +65,7 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
     if !invocation.mode.is_restricted() {
         let mut command = Command::new(&invocation.program);
         command.args(&invocation.args);
-        return supervise(command, &invocation);
+        return supervise(command, &invocation, false);
     }
     let support = probe();
     if !support.is_sufficient() {
@@ -80,13 +86,35 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
     // the command, while this process stays outside the Landlock domain, out
     // of reach of the command's signals and ptrace.
     let mut command = Command::new("/proc/self/exe");
-    command.arg(SANDBOX_EXEC_ARG).arg(CONFINE_FLAG).args(args);
-    supervise(command, &invocation)
+    command.arg(SANDBOX_EXEC_ARG).arg(CONFINE_FLAG);
+    // Without Landlock's signal scoping (ABI < 6) the command gets a PID
+    // namespace of its own instead: it cannot see, hence cannot signal,
+    // any process outside it.
+    let pid_namespace = support.abi < SCOPE_LANDLOCK_ABI;
+    if pid_namespace {
+        command.arg(PID_NAMESPACE_FLAG);
+    }
+    command.args(args);
+    supervise(command, &invocation, pid_namespace)
 }
 
 /// The second stage: Landlock, no capabilities, then `exec` the program.
 /// Returns only on failure.
-fn confine_and_exec(invocation: &Invocation) -> ExitCode {
+fn confine_and_exec(invocation: &Invocation, pid_namespace: bool) -> ExitCode {
+    if pid_namespace {
+        // PID 1 of its namespace, in a session of its own so that `kill 0`
+        // cannot reach the supervisor's process group; when the
+        // supervisor dies, the namespace dies with it.
+        let own_session = rustix::process::setsid()
+            .map(|_| ())
+            .and_then(|()| rustix::process::set_parent_process_death_signal(Some(Signal::KILL)));
+        if let Err(err) = own_session {
+            return refuse(
+                invocation.mode,
+                &format!("cannot isolate the command's processes: {err}"),
+            );
+        }
+    }
     if invocation.mode.is_restricted() {
         let writable = rules::writable_roots(invocation.mode, &invocation.workspace);
         if let Err(why) = rules::confine(&writable, invocation.network) {
@@ -117,7 +145,7 @@ fn cannot_run(program: &OsString, err: &std::io::Error) -> ExitCode {
 /// Runs `command` as a child in this process group (it inherits the mount
 /// namespace and stdio), kills the group when this process is told to
 /// stop, and exits the way the command did.
-fn supervise(mut command: Command, invocation: &Invocation) -> ExitCode {
+fn supervise(mut command: Command, invocation: &Invocation, pid_namespace: bool) -> ExitCode {
     let signals = match Signals::new([SIGTERM, SIGHUP, SIGINT]) {
         Ok(signals) => signals,
         Err(err) => {
@@ -125,16 +153,24 @@ fn supervise(mut command: Command, invocation: &Invocation) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(err) => return cannot_run(&invocation.program, &err),
-    };
+    // The watcher thread exists before any PID namespace: a process may not
+    // start threads once its children go to another PID namespace.
     let _watcher = std::thread::spawn(move || {
         let mut signals = signals;
         if signals.forever().next().is_some() {
             let _ = rustix::process::kill_current_process_group(Signal::KILL);
         }
     });
+    if pid_namespace && let Err(err) = mounts::unshare(UnshareFlags::NEWPID) {
+        return refuse(
+            invocation.mode,
+            &format!("cannot create a PID namespace: {err}"),
+        );
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => return cannot_run(&invocation.program, &err),
+    };
     match child.wait() {
         Ok(status) => {
             if let Some(signal) = status.signal() {

@@ -36,7 +36,7 @@ mod rules;
 
 pub use env::HiddenEnv;
 pub use launcher::{sandbox_exec_main, sandbox_exec_with};
-pub use probe::{LandlockSupport, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI};
+pub use probe::{LandlockSupport, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, SCOPE_LANDLOCK_ABI};
 
 use crate::PermissionMode;
 use std::ffi::OsString;
@@ -59,6 +59,10 @@ pub(crate) const NETWORK_FLAG: &str = "--network";
 /// the command (the first stage stays outside the Landlock domain as its
 /// supervisor).
 pub(crate) const CONFINE_FLAG: &str = "--confine";
+
+/// Second-stage option: the command is PID 1 of a new PID namespace (on
+/// kernels without Landlock signal scoping).
+pub(crate) const PID_NAMESPACE_FLAG: &str = "--pid-namespace";
 
 /// Exit status of a launcher that refused to run its program.
 pub(crate) const REFUSED_EXIT: i32 = 121;

@@ -87,7 +87,7 @@ fn enter_namespace() -> Result<(), String> {
 /// `unshare(2)` without `CLONE_FILES` (the one flag that makes the call
 /// unsafe, and the reason rustix deprecated its safe wrapper).
 #[allow(deprecated)]
-fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
+pub(crate) fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
     debug_assert!(!flags.contains(UnshareFlags::FILES));
     rustix::thread::unshare(flags)
 }

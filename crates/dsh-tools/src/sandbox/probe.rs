@@ -15,6 +15,10 @@ pub const MIN_LANDLOCK_ABI: u8 = 3;
 /// (Linux 6.7), needed when the network of commands is off.
 pub const NETWORK_LANDLOCK_ABI: u8 = 4;
 
+/// The lowest Landlock ABI that scopes signals and abstract unix sockets
+/// (Linux 6.12); below it commands get a PID namespace of their own.
+pub const SCOPE_LANDLOCK_ABI: u8 = 6;
+
 /// The Landlock support of the running kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LandlockSupport {

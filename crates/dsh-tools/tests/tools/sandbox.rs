@@ -1,7 +1,9 @@
 //! The Landlock sandbox of `bash`: denials per mode, full access, and the
 //! fail-closed paths on both sides of the launcher.
 
-use crate::common::{Fixture, launcher_path, ok, outside_dir, scratch_dir, text};
+use crate::common::{
+    Fixture, job_id, launcher_path, live_processes, ok, outside_dir, scratch_dir, text, wait_until,
+};
 use dsh_tools::{LandlockSupport, Launcher, PermissionMode, SandboxConfig};
 use std::sync::Arc;
 
@@ -315,4 +317,55 @@ async fn a_missing_protected_directory_fails_closed() {
     assert!(out.is_error);
     assert!(text(&out).contains("does not exist"), "{}", text(&out));
     assert!(!fx.path("ran.txt").exists());
+}
+
+/// Without Landlock signal scoping (faked here as ABI 5) the command runs
+/// as PID 1 of its own PID namespace and its own session: the runtime is
+/// invisible to it and `kill 0` cannot reach the supervisor.
+#[tokio::test]
+async fn below_abi_6_commands_get_a_pid_namespace() {
+    if !landlock_enforced() {
+        eprintln!("skipped: the kernel cannot enforce the sandbox");
+        return;
+    }
+    let launcher = Launcher::with_args(
+        "/usr/bin/env",
+        vec![
+            "DSH_TEST_LANDLOCK_ABI=5".into(),
+            launcher_path().into_os_string(),
+            "__sandbox-exec".into(),
+        ],
+    );
+    let fx = Fixture::with(PermissionMode::WorkspaceWrite, |config| {
+        config.with_sandbox(
+            SandboxConfig::with_launcher(launcher)
+                .with_probe(Arc::new(|| LandlockSupport { abi: 5 })),
+        )
+    });
+    let runtime = std::process::id();
+    let out = fx
+        .bash(
+            &format!("echo pid=$$; kill -9 {runtime}; echo rc=$?; kill -9 0; echo alive > alive.txt; echo done"),
+            "",
+        )
+        .await;
+    let body = text(&out);
+    assert!(body.starts_with("pid=1\nrc=1\n"), "{body}");
+    assert!(body.contains("No such process"), "{body}");
+    assert!(fx.path("alive.txt").exists(), "{body}");
+
+    // Killing the job kills the supervisor, whose death takes the whole
+    // namespace, background children included.
+    let running = fx
+        .bash(
+            "sleep 7791.5 & sleep 7791.6; echo never",
+            ",\"run_in_background\":true",
+        )
+        .await;
+    let id = job_id(&running);
+    // The supervisor, bash and both sleeps.
+    wait_until("sleeps started", || live_processes("7791.").len() >= 4).await;
+    fx.call("job_kill", &format!("{{\"job_id\":\"{id}\"}}"))
+        .await;
+    wait_until("sleeps gone", || live_processes("7791.").is_empty()).await;
 }
