@@ -11,7 +11,9 @@
 //!    enters a private mount namespace in which every mount is read-only
 //!    except the writable roots of the mode, with the protected
 //!    directories (`DSH_HOME`) read-only even inside those, then starts the
-//!    second stage and stays outside the Landlock domain to supervise it;
+//!    second stage and stays outside the Landlock domain to supervise it
+//!    (on kernels without Landlock signal scoping, the second stage starts
+//!    as PID 1 of a new PID namespace, in a session of its own);
 //! 2. the **confined stage** applies a Landlock ruleset (file rights per
 //!    mode, optionally no TCP, and — where the kernel scopes them — no
 //!    signals or abstract sockets to processes outside the domain), drops
