@@ -2,100 +2,66 @@
 //! it: the directory has mode 0700 and belongs to the runtime's user, and
 //! every file is created new, never through a link, with mode 0600.
 //!
-//! Both modes are set explicitly with `fchmod`, whatever the umask. A name
+//! Both modes are set explicitly (`dsh_session::private_fs`, shared with the
+//! session store), whatever the umask. A name
 //! that already exists (a planted link or file) is never followed nor
 //! truncated: creating it fails, and that spill is given up (the job keeps
 //! the in-memory tail of its output) rather than picking another name, so
 //! the names the model sees stay predictable.
 
-use rustix::fd::OwnedFd;
-use rustix::fs::{FileType, Mode, OFlags};
-use rustix::io::Errno;
-use std::fs::File;
+use dsh_session::private_fs;
+use std::fs::{File, OpenOptions, Permissions};
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// Mode of the spill directory.
-const DIR_MODE: u32 = 0o700;
-
-/// Mode of every spill file.
-const FILE_MODE: u32 = 0o600;
-
-/// An open spill directory, checked to be private.
+/// An opened spill directory, checked to be private.
 #[derive(Debug)]
 pub(crate) struct SpillDir {
     path: PathBuf,
-    fd: OwnedFd,
 }
 
 impl SpillDir {
-    /// Creates the directory `path` (mode 0700, its missing ancestors with
-    /// the usual modes) or opens it if it exists. Refuses a symbolic link,
-    /// something other than a directory, or a directory of another user; a
-    /// directory of ours with a wider mode is narrowed to 0700.
+    /// Creates the directory `path` and its missing ancestors (mode 0700,
+    /// as everything the runtime creates under `DSH_HOME`) or opens it if it
+    /// exists. Refuses a symbolic link, something other than a directory, or
+    /// a directory of another user; a directory of ours with a wider mode is
+    /// narrowed to 0700.
     pub(crate) fn open(path: &Path) -> io::Result<Self> {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+            private_fs::create_dir_all(parent).map_err(io::Error::other)?;
         }
-        match std::fs::DirBuilder::new().mode(DIR_MODE).create(path) {
-            Ok(()) => {}
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(err) => return Err(err),
-        }
-        let shown = path.display();
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        // O_NOFOLLOW refuses a link (with ENOTDIR next to O_DIRECTORY);
-        // the lstat only words the error.
-        let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(|err| {
-            let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-            match err {
-                Errno::LOOP | Errno::NOTDIR if link => {
-                    io::Error::other(format!("{shown} is a symbolic link"))
-                }
-                Errno::NOTDIR => io::Error::other(format!("{shown} is not a directory")),
-                other => io::Error::other(format!("cannot open {shown}: {other}")),
-            }
-        })?;
-        let stat = rustix::fs::fstat(&fd)?;
-        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
-            return Err(io::Error::other(format!("{shown} is not a directory")));
-        }
-        let me = rustix::process::geteuid().as_raw();
-        if stat.st_uid != me {
-            return Err(io::Error::other(format!(
-                "{shown} belongs to user {}, not to this runtime's user {me}",
-                stat.st_uid
-            )));
-        }
-        if stat.st_mode & 0o7777 != DIR_MODE {
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE))?;
+        private_fs::create_dir("tool output directory", path).map_err(io::Error::other)?;
+        let mode = std::fs::symlink_metadata(path)?.permissions().mode() & 0o7777;
+        if mode != private_fs::DIR_MODE {
+            std::fs::set_permissions(path, Permissions::from_mode(private_fs::DIR_MODE))?;
         }
         Ok(Self {
             path: path.to_path_buf(),
-            fd,
         })
     }
 
     /// Creates the new file `name` in the directory, open for reading and
-    /// writing, with mode 0600. Fails if the name exists in any form.
+    /// writing, with mode 0600. Fails if the name exists in any form (a
+    /// planted link is never followed nor truncated).
     pub(crate) fn create(&self, name: &str) -> io::Result<(PathBuf, File)> {
-        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
-        let fd = rustix::fs::openat(
-            &self.fd,
-            name,
-            flags | OFlags::CLOEXEC,
-            Mode::from_raw_mode(FILE_MODE),
+        let path = self.path.join(name);
+        let file = private_fs::create_file(
+            "tool output",
+            &path,
+            OpenOptions::new().read(true).write(true),
         )
-        .map_err(|err| match err {
-            Errno::EXIST => io::Error::other(format!(
-                "{} already exists; it is left alone",
-                self.path.join(name).display()
-            )),
-            other => other.into(),
+        .map_err(|err| {
+            if err.is_io_kind(io::ErrorKind::AlreadyExists) {
+                io::Error::other(format!(
+                    "{} already exists; it is left alone",
+                    path.display()
+                ))
+            } else {
+                io::Error::other(err)
+            }
         })?;
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(FILE_MODE))?;
-        Ok((self.path.join(name), File::from(fd)))
+        Ok((path, file))
     }
 }
 
