@@ -8,7 +8,11 @@
 //!   bounded by the line being read, `\r\n` and blank lines tolerated);
 //! * [`classify`] turns one line into an [`Incoming`] frame the way the
 //!   official runtime does (garbage and non-objects are ignored, never
-//!   answered; `params` that are not an object become `{}`);
+//!   answered; `params` that are not an object become `{}`), reading JSON
+//!   as JavaScript's `JSON.parse` does ([`lenient`]); a line that is not
+//!   JSON but has a readable `id` is answered with an error;
+//! * [`surrogates`] carries lone UTF-16 surrogates (`"\ud800"`) through
+//!   Rust strings and back out as escapes, exactly;
 //! * [`FrameWriter`] is the one writer of the protocol fd: whole frames, in
 //!   order, flushed;
 //! * [`Outgoing`] builds the exact bytes of responses, error responses and
@@ -32,17 +36,20 @@
 //! ```
 
 mod id;
+mod id_scan;
 mod incoming;
 mod outgoing;
 mod reader;
 mod writer;
 
 pub mod event;
+pub mod lenient;
 pub mod methods;
 pub mod notifications;
+pub mod surrogates;
 
 pub use id::RequestId;
-pub use incoming::{Ignored, Incoming, Request, classify};
+pub use incoming::{Ignored, Incoming, InvalidLine, Request, classify};
 pub use outgoing::{INTERNAL_ERROR, Outgoing};
 pub use reader::LineReader;
 pub use writer::FrameWriter;

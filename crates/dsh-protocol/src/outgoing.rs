@@ -9,7 +9,8 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// One complete output frame: compact JSON plus the terminating `\n`.
 ///
 /// serde_json escapes control characters, so a frame never contains a raw
-/// CR or LF before its terminator; non-ASCII text is written as raw UTF-8.
+/// CR or LF before its terminator; non-ASCII text is written as raw UTF-8,
+/// lone surrogates as `\udXXX` escapes (as the official runtime writes them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing(Vec<u8>);
 
@@ -48,7 +49,10 @@ struct EventParams<'a> {
 }
 
 impl Outgoing {
-    fn finish(mut bytes: Vec<u8>) -> Self {
+    /// Every frame passes here: lone-surrogate markers become `\udXXX`
+    /// escapes again ([`surrogates`](crate::surrogates)).
+    fn finish(bytes: Vec<u8>) -> Self {
+        let mut bytes = crate::surrogates::decode(bytes);
         bytes.push(b'\n');
         Self(bytes)
     }
