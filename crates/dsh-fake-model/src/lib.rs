@@ -124,7 +124,7 @@ async fn handle(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    let body: Value = serde_json::from_slice(&bytes)
+    let body: Value = dsh_protocol::lenient::from_slice(&bytes)
         .unwrap_or_else(|_| json!({"__raw__": String::from_utf8_lossy(&bytes)}));
     let record = {
         let mut requests = state

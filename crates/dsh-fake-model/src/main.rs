@@ -37,12 +37,13 @@ async fn main() -> ExitCode {
     };
     let on_request: Option<RequestHook> = record.map(|path| {
         Box::new(move |request: &serde_json::Value| {
-            let line = format!("{request}\n");
+            // Lone surrogates go back to `\udXXX` escapes, as sent.
+            let line = dsh_protocol::surrogates::decode(format!("{request}\n").into_bytes());
             let written = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&path)
-                .and_then(|mut f| f.write_all(line.as_bytes()));
+                .and_then(|mut f| f.write_all(&line));
             if let Err(err) = written {
                 eprintln!("dsh-fake-model: cannot record to {}: {err}", path.display());
             }

@@ -264,6 +264,10 @@ pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::
     while let Some(line) = lines.next_line().await? {
         let request = match classify(line) {
             Incoming::Request(request) => request,
+            Incoming::Invalid(invalid) => {
+                server.inner.writer.send(invalid.answer());
+                continue;
+            }
             other => {
                 tracing::debug!("input line ignored: {other:?}");
                 continue;

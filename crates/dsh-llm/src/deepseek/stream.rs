@@ -45,7 +45,7 @@ impl Translator {
 
     /// Chunks for one event; a failure ends the attempt.
     pub fn event(&mut self, event: &SseEvent) -> Result<Vec<StreamChunk>, LlmFailure> {
-        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+        let data: Value = dsh_protocol::lenient::from_str(&event.data).map_err(|e| {
             LlmFailure::new(
                 "MALFORMED_RESPONSE",
                 format!("{LABEL} sent invalid JSON: {e}"),

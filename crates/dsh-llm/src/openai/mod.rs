@@ -72,7 +72,7 @@ impl Provider for OpenAiCompatible {
                 .header("user-agent", http::USER_AGENT)
                 .header("content-type", "application/json")
                 .header("accept", "text/event-stream")
-                .body(body.to_string());
+                .body(dsh_protocol::surrogates::decode(body.to_string().into_bytes()));
             if let Some(key) = config
                 .api_key
                 .as_deref()

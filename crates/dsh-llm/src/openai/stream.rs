@@ -47,7 +47,7 @@ impl Translator {
         if data.trim() == "[DONE]" {
             return self.finish();
         }
-        let value: Value = serde_json::from_str(data).map_err(|e| {
+        let value: Value = dsh_protocol::lenient::from_str(data).map_err(|e| {
             LlmFailure::new(
                 "MALFORMED_RESPONSE",
                 format!("{LABEL} sent invalid JSON: {e}"),

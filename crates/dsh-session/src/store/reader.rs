@@ -5,6 +5,7 @@ use super::header::{FORMAT_VERSION, SessionHeader};
 use super::layout::{Encoding, LOG_WHAT, SessionLocation};
 use crate::private_fs::open_file;
 use dsh_protocol::event::SessionEvent;
+use dsh_protocol::lenient;
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -336,7 +337,7 @@ impl<'a> Lines<'a> {
 
     fn parse_event(&self, line: &[u8]) -> Result<SessionEvent, StoreError> {
         let disk: DiskEvent =
-            serde_json::from_slice(line).map_err(|e| self.corrupt(format!("bad event: {e}")))?;
+            lenient::from_slice(line).map_err(|e| self.corrupt(format!("bad event: {e}")))?;
         let expected = self.events.len() as u64;
         if disk.seq != expected {
             return Err(self.corrupt(format!("expected seq {expected}, found {}", disk.seq)));

@@ -306,8 +306,9 @@ impl SessionWriter {
         }
     }
 
-    /// Buffers one event line: `line` exactly as given (one compact JSON
-    /// envelope, no `\n`) plus `\n`.
+    /// Buffers one event line: `line` as given (one compact JSON envelope,
+    /// no `\n`; lone-surrogate markers written back as `\udXXX` escapes, see
+    /// [`dsh_protocol::surrogates`]) plus `\n`.
     pub fn append(&mut self, line: &str) -> Result<(), StoreError> {
         if matches!(self.sink, Sink::Poisoned { .. }) {
             return Err(self.poisoned());
@@ -323,7 +324,7 @@ impl SessionWriter {
             });
         }
         self.buf.reserve(line.len() + 1);
-        self.buf.extend_from_slice(line.as_bytes());
+        dsh_protocol::surrogates::decode_into(&mut self.buf, line.as_bytes());
         self.buf.push(b'\n');
         self.buffered += 1;
         Ok(())
