@@ -10,8 +10,15 @@
 use crate::RequestId;
 use crate::lenient::{overflows, skip_number, skip_string};
 
-/// The request id that `line` (JSON text with lone surrogates already
-/// encoded, possibly malformed) carries at the top level, if readable.
+/// The id an answer to `line` carries, read by the tolerant scanner: the
+/// same id [`classify`](crate::classify) finds when the line is a request,
+/// and the one an [`Incoming::Invalid`](crate::Incoming::Invalid) answer
+/// carries when it is not JSON.
+pub fn recover_id(line: &[u8]) -> Option<RequestId> {
+    recover(&crate::surrogates::encode(&String::from_utf8_lossy(line)))
+}
+
+/// [`recover_id`] of JSON text with lone surrogates already encoded.
 pub(crate) fn recover(line: &str) -> Option<RequestId> {
     let bytes = line.as_bytes();
     let mut i = skip_ws(bytes, 0);

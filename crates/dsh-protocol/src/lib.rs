@@ -49,6 +49,7 @@ pub mod notifications;
 pub mod surrogates;
 
 pub use id::RequestId;
+pub use id_scan::recover_id;
 pub use incoming::{Ignored, Incoming, InvalidLine, Request, classify};
 pub use outgoing::{INTERNAL_ERROR, Outgoing};
 pub use reader::LineReader;

@@ -57,7 +57,8 @@ pub fn encode(json: &str) -> Cow<'_, str> {
     // of a whole 4-byte character, hence a char boundary.
     let mut copied = 0;
     let mut i = 0;
-    while let Some(offset) = memchr2(b'\\', 0xF4, &bytes[i..]) {
+    // An escape at the very end may step `i` past the end.
+    while let Some(offset) = bytes.get(i..).and_then(|rest| memchr2(b'\\', 0xF4, rest)) {
         i += offset;
         if bytes[i] == 0xF4 {
             if bytes[i..].starts_with(MARK_UTF8) {
@@ -254,6 +255,22 @@ mod tests {
         );
         // A high surrogate followed by a high one, then a real pair.
         assert_eq!(through(r#""\ud800\ud83d\ude00""#), "\"\\ud800\u{1F600}\"");
+    }
+
+    #[test]
+    fn broken_escapes_at_the_end_do_not_panic() {
+        for text in [
+            "\\",
+            "\"\\",
+            "\\u",
+            "\\ud8",
+            "\\ud800\\",
+            "\\ud800\\u",
+            "\u{10FFFF}\\",
+        ] {
+            let encoded = encode(text);
+            assert!(encoded.len() >= text.len(), "{text:?}");
+        }
     }
 
     #[test]

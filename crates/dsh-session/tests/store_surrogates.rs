@@ -29,8 +29,8 @@ fn lone_surrogates_are_escaped_on_disk_and_markers_again_when_read() {
         let home = temp();
         let store = SessionStore::new(home.path());
         let header = SessionHeader::root("s-sur", 1_796_008_646_846, Some("/ws".to_owned()));
-        let mut writer = SessionWriter::create(&store, &header, encoding)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut writer =
+            SessionWriter::create(&store, &header, encoding).unwrap_or_else(|e| panic!("{e}"));
         let event = SessionEvent {
             kind: "turn/start".to_owned(),
             seq: 0,

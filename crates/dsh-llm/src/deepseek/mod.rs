@@ -110,7 +110,9 @@ impl Provider for DeepSeekOfficial {
                 .header("x-api-key", key)
                 .header("anthropic-version", "2023-06-01")
                 .header("x-deepseek-harness-session-id", &request.session_id)
-                .body(dsh_protocol::surrogates::decode(body.to_string().into_bytes()));
+                .body(dsh_protocol::surrogates::decode(
+                    body.to_string().into_bytes(),
+                ));
             let mut translator = stream::Translator::new(&request.route.model);
             let translate = |event: &SseEvent| {
                 translator

@@ -72,7 +72,9 @@ impl Provider for OpenAiCompatible {
                 .header("user-agent", http::USER_AGENT)
                 .header("content-type", "application/json")
                 .header("accept", "text/event-stream")
-                .body(dsh_protocol::surrogates::decode(body.to_string().into_bytes()));
+                .body(dsh_protocol::surrogates::decode(
+                    body.to_string().into_bytes(),
+                ));
             if let Some(key) = config
                 .api_key
                 .as_deref()

@@ -203,12 +203,16 @@ impl Runtime {
         self.stdin = None;
     }
 
+    /// The next stdout line as sent, within 10 s.
+    pub fn next_raw(&mut self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("no frame from dsh: {e}"))
+    }
+
     /// The next stdout line as JSON, within 10 s.
     pub fn next(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("no frame from dsh: {e}"));
+        let line = self.next_raw();
         serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"))
     }
