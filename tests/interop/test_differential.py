@@ -179,6 +179,7 @@ SCENARIOS = {
     "error_401_then_ok": ([{"error": {"code": "X", "message": "invalid api key", "status": 401, "request_id": "fake-r2"}}, {"text": "Works again."}], ["hi", "again"], {}),
     "error_stream_cut": ([{"text": ["partial", " more"], "cut": True}], ["hi"], {}),
     "error_stream_reset_then_ok": ([{"text": ["partial", " more"], "reset": True}, {"text": "Recovered."}], ["hi"], {}),
+    "lone_surrogate_prompt": ([{"text": "ok"}], ["a\ud800b \udfff c \U0001F600"], {}),
     "init_options": ([{"text": "ok"}], ["hi"], {"model": "deepseek-flash", "reasoning_effort": "off", "max_tokens": 1000}),
     "image_prompt": (
         [{"text": "It is red."}],
