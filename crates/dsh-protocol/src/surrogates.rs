@@ -113,17 +113,18 @@ pub fn encode(json: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Whether `bytes` holds `\u` followed by `d`/`D` and `8`–`f`: the only way
+/// Whether `bytes` holds `\ud` or `\uD` followed by `8`–`f`: the only way
 /// JSON text can escape a surrogate (a false positive only costs the slow
-/// path).
+/// path). Escaped non-ASCII text (`\u00e9`, as Python sends it) rarely hits.
 fn may_escape_a_surrogate(bytes: &[u8]) -> bool {
-    memmem::find_iter(bytes, b"\\u").any(|i| {
-        matches!(bytes.get(i + 2), Some(b'd' | b'D'))
-            && matches!(
-                bytes.get(i + 3),
-                Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
-            )
-    })
+    let surrogate_digit = |i: usize| {
+        matches!(
+            bytes.get(i + 3),
+            Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+        )
+    };
+    memmem::find_iter(bytes, b"\\ud").any(surrogate_digit)
+        || memmem::find_iter(bytes, b"\\uD").any(surrogate_digit)
 }
 
 /// The four hex digits at `at`, if there are four.
