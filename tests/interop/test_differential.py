@@ -221,6 +221,23 @@ SCENARIOS.update({
     ),
 })
 
+# The fallback session title: five words, cut at 40 UTF-8 bytes on a
+# character boundary, controls and invisible format characters dropped.
+SCENARIOS.update({
+    f"title_{name}": ([{"text": "ok"}], [prompt], {})
+    for name, prompt in {
+        "long_ascii": "abcdefghijklmnopqrstuvwxyz" * 2,
+        "long_words": "Please summarise the following very long document about the history of computing",
+        "emoji": "\U0001F600" * 13 + " hello",
+        "cjk": "\u4e2d\u6587\u6807\u9898\u6d4b\u8bd5" * 4,
+        "cut_before_space": "123456789012345678901234567890123456789 abc",
+        "whitespace": "\n\n  hello\tworld  \r\n",
+        "only_whitespace": "  \n\t ",
+        "controls": "a\u000bb\u000cc\rd \u200b e\u202ef\u0001g \u200dh",
+        "only_invisible": "\u200b\u0001",
+    }.items()
+})
+
 
 def unbase(value, *bases: Path):
     """Replace each run's own directory by <base> everywhere in value."""

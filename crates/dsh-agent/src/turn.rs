@@ -223,9 +223,9 @@ fn prepare_request(
     }
     if let Some((seq, text)) = prompt
         && !state.titled
-        && !text.trim().is_empty()
+        && let title = prose::fallback_title(&text)
+        && !title.is_empty()
     {
-        let title = prose::fallback_title(&text);
         state.event(
             events::SESSION_TITLE,
             &json!({"title": title, "messageSeqs": [seq], "source": {"kind": "fallback"}}),
