@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from deepseek_harness import DeepSeekHarness
 
-from interop_support import FRAME_TIMEOUT
+from interop_support import FRAME_TIMEOUT, RawClient
 
 KEY = "sk-differential-0000"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC"
@@ -281,3 +281,39 @@ def test_missing_key_makes_no_request_in_either_runtime(official_bin, dsh_bin, f
     codes = [r.events[-1]["data"]["reason"]["error"]["code"] for r in (official[0], ours[0])]
     assert codes == ["MISSING_CREDENTIAL", "MISSING_CREDENTIAL"]
     assert [e["type"] for e in ours[0].events] == [e["type"] for e in official[0].events]
+
+
+MISSING = object()
+SESSION_ID_VALUES = [MISSING, None, 5, "", {"a": 1}, [1], True]
+# session/prompt is left out: there the official runtime leaks internal
+# messages and we answer a clear one (README, "Compatibility").
+SESSION_ID_METHODS = {
+    "session/wait": {},
+    "session/resume": {},
+    "session/working-directory/get": {},
+    "session/working-directory/set": {"path": "."},
+}
+
+
+def session_id_errors(binary, base: Path) -> list:
+    for name in ("dsh_home", "ws", "home"):
+        (base / name).mkdir(parents=True)
+    client = RawClient(binary, base / "dsh_home", base / "ws", base / "home")
+    try:
+        client.result("initialize", {"cwd": str(base / "ws"), "provider": "deepseek-official",
+                                     "model": "deepseek-v4-flash", "baseUrl": "http://127.0.0.1:9"})
+        answers = []
+        for method, extra in SESSION_ID_METHODS.items():
+            for value in SESSION_ID_VALUES:
+                params = dict(extra) if value is MISSING else {"sessionId": value, **extra}
+                response = client.request(method, params)
+                answers.append((method, repr(value), response.get("error", response.get("result"))))
+        return answers
+    finally:
+        client.kill()
+
+
+def test_missing_or_non_string_session_ids_answer_like_the_official_runtime(official_bin, dsh_bin, base_dir):
+    official = session_id_errors(official_bin, base_dir / "official")
+    ours = session_id_errors(dsh_bin, base_dir / "ours")
+    assert ours == official
