@@ -238,6 +238,27 @@ SCENARIOS.update({
     }.items()
 })
 
+# retry-after as the official runtime reads it: positive delay-seconds
+# (digits, optional fraction) or a future HTTP date; anything else is left
+# out of the failure and the normal back-off applies.
+SCENARIOS.update({
+    f"retry_after_{name}": (
+        [{"error": {"code": "X", "message": "slow down", "status": 429, "retry_after": header}}, {"text": "After rate limit."}],
+        ["hi"],
+        {},
+    )
+    for name, header in {
+        "zero": "0",
+        "zero_fraction": "0.0",
+        "negative": "-1",
+        "garbage": "soon",
+        "exponent": "1e0",
+        "past_date": "Thu, 01 Jan 1970 00:00:01 GMT",
+        "one_second": "1",
+        "sub_millisecond": "0.0004",
+    }.items()
+})
+
 
 def unbase(value, *bases: Path):
     """Replace each run's own directory by <base> everywhere in value."""

@@ -77,7 +77,7 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 );
                 delay_ms
             };
-            tokio::time::sleep(Duration::from_secs_f64(delay_ms / 1000.0)).await;
+            tokio::time::sleep(Duration::from_secs_f64(delay_ms.get() / 1000.0)).await;
             inner.state().event(
                 events::LLM_RETRY_STARTED,
                 &json!({"retryId": retry_id, "turn": turn, "step": step, "retry": retry}),
