@@ -50,6 +50,7 @@ def drive(binary, base_dir: Path, server, prompts, api_key=KEY, env=None, files=
     (base_dir / "home").mkdir()
     (base_dir / "ws").mkdir()
     for name, text in (files or {}).items():
+        (base_dir / "ws" / name).parent.mkdir(parents=True, exist_ok=True)
         (base_dir / "ws" / name).write_text(text)
     options.setdefault("model", "deepseek-v4-flash")
     harness = DeepSeekHarness(
@@ -257,6 +258,27 @@ SCENARIOS.update({
         "one_second": "1",
         "sub_millisecond": "0.0004",
     }.items()
+})
+
+# meta.cwd of bash is the workdir joined as written (not normalised); the
+# persistent shell of sdk-minimal reports no meta.
+SCENARIOS.update({
+    "tool_bash_workdir_as_written": (
+        [{"blocks": [
+            {"tool_call": {"id": f"toolu_wd_{i}", "name": "bash", "arguments": {"description": "Where", "command": "pwd", "workdir": workdir}}}
+            for i, workdir in enumerate(["sub/../sub", "./sub/", "", "."])
+        ]},
+         {"text": "Done."}],
+        ["Where am I?"],
+        {"env": FULL_ACCESS, "files": {"sub/x.txt": "x\n"}},
+    ),
+    "tool_shell_minimal_no_meta": (
+        [{"blocks": [{"tool_call": {"id": "toolu_sh_1", "name": "bash", "arguments": {"command": "cd sub/.. && pwd"}}}]},
+         {"blocks": [{"tool_call": {"id": "toolu_sh_2", "name": "bash", "arguments": {"command": "pwd"}}}]},
+         {"text": "Done."}],
+        ["Where am I?"],
+        {"env": FULL_ACCESS, "files": {"sub/x.txt": "x\n"}, "profile": "sdk-minimal"},
+    ),
 })
 
 
