@@ -5,7 +5,6 @@ use crate::shell::{RunEnd, Shell, quote};
 use crate::{ToolContext, ToolOutput, ToolsConfig};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
-use serde_json::json;
 use std::sync::Arc;
 
 /// Most characters of output shown per command.
