@@ -1,6 +1,6 @@
 //! The persistent `bash` of sdk-minimal.
 
-use crate::common::{Fixture, js, launcher_path, live_processes, some, text, wait_until};
+use crate::common::{Fixture, js, launcher_path, live_processes, text, wait_until};
 use dsh_tools::{LandlockSupport, Launcher, PermissionMode, SandboxConfig};
 use std::sync::Arc;
 use std::time::Duration;
