@@ -360,3 +360,61 @@ def test_missing_or_non_string_session_ids_answer_like_the_official_runtime(offi
     official = session_id_errors(official_bin, base_dir / "official")
     ours = session_id_errors(dsh_bin, base_dir / "ours")
     assert ours == official
+
+
+PATCHES = {
+    "empty_list": "[]\n",
+    "commented_list": "# a patch layer\n[]\n",
+    "entries": "- id: some-plugin\n  config:\n    a: !!js 1+1\n- {}\n",
+    "empty_file": "",
+    "comment_only": "# nothing\n",
+    "scalar": "42\n",
+    "entry_not_mapping": "- a\n- b\n",
+    "second_entry_not_mapping": "- {}\n- [1]\n",
+    "malformed": "[\n",
+    "missing": None,
+}
+
+
+def launch_with_patch(binary, base: Path, patch: Path) -> tuple:
+    """(exit code, first stderr line with the path replaced, initialize answered)."""
+    for name in ("dsh_home", "ws", "home"):
+        (base / name).mkdir(parents=True, exist_ok=True)
+    client = RawClient(binary, base / "dsh_home", base / "ws", base / "home",
+                       args=["--profile", "sdk", "--patch", str(patch)])
+    try:
+        client.send_request("initialize", {"cwd": str(base / "ws"), "provider": "deepseek-official",
+                                           "model": "deepseek-v4-flash"}, id="init")
+    except BrokenPipeError:
+        pass  # the runtime refused the patch and exited before reading
+    client.close_stdin()
+    code = client.wait_exit(timeout=FRAME_TIMEOUT)
+    frames = client.wait_eof()
+    client._err_reader.join(FRAME_TIMEOUT)
+    answered = any(f.get("id") == "init" and "result" in f for f in frames)
+    errors = [line for line in client.stderr.decode().splitlines() if line.startswith("Error: ")]
+    first = errors[0].replace(str(patch), "<patch>") if errors else None
+    for library_text in ("Error: dsh: failed to parse overlay <patch>: ", "Error: dsh: failed to read overlay <patch>: "):
+        if first and first.startswith(library_text):
+            first = library_text + "<the YAML or I/O library's own text>"
+    return code, first, answered
+
+
+@pytest.mark.parametrize("name", sorted(PATCHES))
+def test_patch_files_are_accepted_and_refused_like_the_official_runtime(name, official_bin, dsh_bin, base_dir):
+    patch = base_dir / "patch.yml"
+    if PATCHES[name] is not None:
+        patch.write_text(PATCHES[name])
+    official = launch_with_patch(official_bin, base_dir / "official", patch)
+    ours = launch_with_patch(dsh_bin, base_dir / "ours", patch)
+    assert ours == official
+
+
+def test_the_official_profile_patch_layer_is_accepted(official_bin, dsh_bin, base_dir):
+    """The patch layer the official runtime writes into DSH_HOME (a YAML list, `[]`)."""
+    scratch = base_dir / "scratch.yml"
+    scratch.write_text("[]\n")
+    assert launch_with_patch(official_bin, base_dir / "official", scratch)[0] == 0
+    layer = base_dir / "official" / "dsh_home" / "profiles" / "sdk" / "cordis.patch.yml"
+    assert layer.is_file(), "the official runtime wrote no profile patch layer"
+    assert launch_with_patch(dsh_bin, base_dir / "ours", layer) == (0, None, True)
