@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,14 @@ def drive(binary, base_dir: Path, server, prompts, api_key=KEY, env=None, files=
     (base_dir / "home").mkdir()
     (base_dir / "ws").mkdir()
     for name, text in (files or {}).items():
-        (base_dir / "ws" / name).parent.mkdir(parents=True, exist_ok=True)
-        (base_dir / "ws" / name).write_text(text)
+        path = base_dir / "ws" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, tuple):  # (text, mtime in seconds since the epoch)
+            text, mtime = text
+            path.write_text(text)
+            os.utime(path, (mtime, mtime))
+        else:
+            path.write_text(text)
     options.setdefault("model", "deepseek-v4-flash")
     harness = DeepSeekHarness(
         dsh_bin=str(binary),
@@ -95,7 +102,22 @@ def normalise_request(request: dict, prompts) -> dict:
                 block["text"] = "<prose>"
     headers = {k: request["headers"].get(k) for k in (
         "content-type", "accept", "x-api-key", "anthropic-version", "x-deepseek-harness-session-id")}
-    return {"path": request["path"], "headers": headers, "body": body}
+    return {"path": request["path"], "headers": headers, "body": mask_notes(body)}
+
+
+# The note after a truncated glob listing is each runtime's own prose; the
+# listing before it, the limit and the meta are compared.
+GLOB_NOTE = re.compile(r"\n\n\((?:Showing \d+ of \d+ paths|\d+ more matching files not shown)[^\n]*\)$")
+
+
+def mask_notes(value):
+    if isinstance(value, dict):
+        return {k: mask_notes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_notes(v) for v in value]
+    if isinstance(value, str):
+        return GLOB_NOTE.sub("\n\n(<glob truncation note>)", value)
+    return value
 
 
 def scrub(value, key=None):
@@ -138,7 +160,7 @@ def normalise_events(results, prompts) -> list[dict]:
         if "sourceEventSeqs" in e:
             e["sourceEventSeqs"] = [renumber.get(s, s) for s in e["sourceEventSeqs"]]
         e.pop("time", None)
-        out.append(scrub(e))
+        out.append(scrub(mask_notes(e)))
     return out
 
 
@@ -278,6 +300,30 @@ SCENARIOS.update({
          {"text": "Done."}],
         ["Where am I?"],
         {"env": FULL_ACCESS, "files": {"sub/x.txt": "x\n"}, "profile": "sdk-minimal"},
+    ),
+})
+
+# glob: oldest first, relative to the cwd, hidden and ignored files
+# included, names matched at any depth; only .git is skipped.
+GLOB_FILES = {name: ("x\n", 1_700_000_000 + age) for age, name in enumerate([
+    "b.txt", ".hidden.txt", "ignored.txt", "d/z.txt", "a.txt", "node_modules/m.txt", ".git/c.txt"])}
+GLOB_FILES[".gitignore"] = ("ignored.txt\nnode_modules/\n", 1_600_000_000)
+SCENARIOS.update({
+    "tool_glob_hidden_and_ignored": (
+        [{"blocks": [
+            {"tool_call": {"id": "toolu_glob_1", "name": "glob", "arguments": {"pattern": "*.txt"}}},
+            {"tool_call": {"id": "toolu_glob_2", "name": "glob", "arguments": {"pattern": "**/*"}}},
+            {"tool_call": {"id": "toolu_glob_3", "name": "glob", "arguments": {"pattern": "*.txt", "path": "d"}}},
+        ]},
+         {"text": "Found them."}],
+        ["Find the text files"],
+        {"files": GLOB_FILES},
+    ),
+    "tool_glob_truncated": (
+        [{"blocks": [{"tool_call": {"id": "toolu_glob_4", "name": "glob", "arguments": {"pattern": "**/*.txt"}}}]},
+         {"text": "Many."}],
+        ["Find the text files"],
+        {"files": {f"d/f{n:03}.txt": ("x\n", 1_700_000_000 + n) for n in range(130)}},
     ),
 })
 
