@@ -16,12 +16,13 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 from deepseek_harness import DeepSeekHarness
 
-from interop_support import FRAME_TIMEOUT
+from interop_support import FRAME_TIMEOUT, RawClient
 
 KEY = "sk-differential-0000"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC"
@@ -50,7 +51,14 @@ def drive(binary, base_dir: Path, server, prompts, api_key=KEY, env=None, files=
     (base_dir / "home").mkdir()
     (base_dir / "ws").mkdir()
     for name, text in (files or {}).items():
-        (base_dir / "ws" / name).write_text(text)
+        path = base_dir / "ws" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, tuple):  # (text, mtime in seconds since the epoch)
+            text, mtime = text
+            path.write_text(text)
+            os.utime(path, (mtime, mtime))
+        else:
+            path.write_text(text)
     options.setdefault("model", "deepseek-v4-flash")
     harness = DeepSeekHarness(
         dsh_bin=str(binary),
@@ -94,7 +102,22 @@ def normalise_request(request: dict, prompts) -> dict:
                 block["text"] = "<prose>"
     headers = {k: request["headers"].get(k) for k in (
         "content-type", "accept", "x-api-key", "anthropic-version", "x-deepseek-harness-session-id")}
-    return {"path": request["path"], "headers": headers, "body": body}
+    return {"path": request["path"], "headers": headers, "body": mask_notes(body)}
+
+
+# The note after a truncated glob listing is each runtime's own prose; the
+# listing before it, the limit and the meta are compared.
+GLOB_NOTE = re.compile(r"\n\n\((?:Showing \d+ of \d+ paths|\d+ more matching files not shown)[^\n]*\)$")
+
+
+def mask_notes(value):
+    if isinstance(value, dict):
+        return {k: mask_notes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_notes(v) for v in value]
+    if isinstance(value, str):
+        return GLOB_NOTE.sub("\n\n(<glob truncation note>)", value)
+    return value
 
 
 def scrub(value, key=None):
@@ -137,7 +160,7 @@ def normalise_events(results, prompts) -> list[dict]:
         if "sourceEventSeqs" in e:
             e["sourceEventSeqs"] = [renumber.get(s, s) for s in e["sourceEventSeqs"]]
         e.pop("time", None)
-        out.append(scrub(e))
+        out.append(scrub(mask_notes(e)))
     return out
 
 
@@ -222,6 +245,89 @@ SCENARIOS.update({
     ),
 })
 
+# The fallback session title: five words, cut at 40 UTF-8 bytes on a
+# character boundary, controls and invisible format characters dropped.
+SCENARIOS.update({
+    f"title_{name}": ([{"text": "ok"}], [prompt], {})
+    for name, prompt in {
+        "long_ascii": "abcdefghijklmnopqrstuvwxyz" * 2,
+        "long_words": "Please summarise the following very long document about the history of computing",
+        "emoji": "\U0001F600" * 13 + " hello",
+        "cjk": "\u4e2d\u6587\u6807\u9898\u6d4b\u8bd5" * 4,
+        "cut_before_space": "123456789012345678901234567890123456789 abc",
+        "whitespace": "\n\n  hello\tworld  \r\n",
+        "only_whitespace": "  \n\t ",
+        "controls": "a\u000bb\u000cc\rd \u200b e\u202ef\u0001g \u200dh",
+        "only_invisible": "\u200b\u0001",
+    }.items()
+})
+
+# retry-after as the official runtime reads it: positive delay-seconds
+# (digits, optional fraction) or a future HTTP date; anything else is left
+# out of the failure and the normal back-off applies.
+SCENARIOS.update({
+    f"retry_after_{name}": (
+        [{"error": {"code": "X", "message": "slow down", "status": 429, "retry_after": header}}, {"text": "After rate limit."}],
+        ["hi"],
+        {},
+    )
+    for name, header in {
+        "zero": "0",
+        "zero_fraction": "0.0",
+        "negative": "-1",
+        "garbage": "soon",
+        "exponent": "1e0",
+        "past_date": "Thu, 01 Jan 1970 00:00:01 GMT",
+        "one_second": "1",
+        "sub_millisecond": "0.0004",
+    }.items()
+})
+
+# meta.cwd of bash is the workdir joined as written (not normalised); the
+# persistent shell of sdk-minimal reports no meta.
+SCENARIOS.update({
+    "tool_bash_workdir_as_written": (
+        [{"blocks": [
+            {"tool_call": {"id": f"toolu_wd_{i}", "name": "bash", "arguments": {"description": "Where", "command": "pwd", "workdir": workdir}}}
+            for i, workdir in enumerate(["sub/../sub", "./sub/", "", "."])
+        ]},
+         {"text": "Done."}],
+        ["Where am I?"],
+        {"env": FULL_ACCESS, "files": {"sub/x.txt": "x\n"}},
+    ),
+    "tool_shell_minimal_no_meta": (
+        [{"blocks": [{"tool_call": {"id": "toolu_sh_1", "name": "bash", "arguments": {"command": "cd sub/.. && pwd"}}}]},
+         {"blocks": [{"tool_call": {"id": "toolu_sh_2", "name": "bash", "arguments": {"command": "pwd"}}}]},
+         {"text": "Done."}],
+        ["Where am I?"],
+        {"env": FULL_ACCESS, "files": {"sub/x.txt": "x\n"}, "profile": "sdk-minimal"},
+    ),
+})
+
+# glob: oldest first, relative to the cwd, hidden and ignored files
+# included, names matched at any depth; only .git is skipped.
+GLOB_FILES = {name: ("x\n", 1_700_000_000 + age) for age, name in enumerate([
+    "b.txt", ".hidden.txt", "ignored.txt", "d/z.txt", "a.txt", "node_modules/m.txt", ".git/c.txt"])}
+GLOB_FILES[".gitignore"] = ("ignored.txt\nnode_modules/\n", 1_600_000_000)
+SCENARIOS.update({
+    "tool_glob_hidden_and_ignored": (
+        [{"blocks": [
+            {"tool_call": {"id": "toolu_glob_1", "name": "glob", "arguments": {"pattern": "*.txt"}}},
+            {"tool_call": {"id": "toolu_glob_2", "name": "glob", "arguments": {"pattern": "**/*"}}},
+            {"tool_call": {"id": "toolu_glob_3", "name": "glob", "arguments": {"pattern": "*.txt", "path": "d"}}},
+        ]},
+         {"text": "Found them."}],
+        ["Find the text files"],
+        {"files": GLOB_FILES},
+    ),
+    "tool_glob_truncated": (
+        [{"blocks": [{"tool_call": {"id": "toolu_glob_4", "name": "glob", "arguments": {"pattern": "**/*.txt"}}}]},
+         {"text": "Many."}],
+        ["Find the text files"],
+        {"files": {f"d/f{n:03}.txt": ("x\n", 1_700_000_000 + n) for n in range(130)}},
+    ),
+})
+
 
 def unbase(value, *bases: Path):
     """Replace each run's own directory by <base> everywhere in value."""
@@ -265,3 +371,97 @@ def test_missing_key_makes_no_request_in_either_runtime(official_bin, dsh_bin, f
     codes = [r.events[-1]["data"]["reason"]["error"]["code"] for r in (official[0], ours[0])]
     assert codes == ["MISSING_CREDENTIAL", "MISSING_CREDENTIAL"]
     assert [e["type"] for e in ours[0].events] == [e["type"] for e in official[0].events]
+
+
+MISSING = object()
+SESSION_ID_VALUES = [MISSING, None, 5, "", {"a": 1}, [1], True]
+# session/prompt is left out: there the official runtime leaks internal
+# messages and we answer a clear one (README, "Compatibility").
+SESSION_ID_METHODS = {
+    "session/wait": {},
+    "session/resume": {},
+    "session/working-directory/get": {},
+    "session/working-directory/set": {"path": "."},
+}
+
+
+def session_id_errors(binary, base: Path) -> list:
+    for name in ("dsh_home", "ws", "home"):
+        (base / name).mkdir(parents=True)
+    client = RawClient(binary, base / "dsh_home", base / "ws", base / "home")
+    try:
+        client.result("initialize", {"cwd": str(base / "ws"), "provider": "deepseek-official",
+                                     "model": "deepseek-v4-flash", "baseUrl": "http://127.0.0.1:9"})
+        answers = []
+        for method, extra in SESSION_ID_METHODS.items():
+            for value in SESSION_ID_VALUES:
+                params = dict(extra) if value is MISSING else {"sessionId": value, **extra}
+                response = client.request(method, params)
+                answers.append((method, repr(value), response.get("error", response.get("result"))))
+        return answers
+    finally:
+        client.kill()
+
+
+def test_missing_or_non_string_session_ids_answer_like_the_official_runtime(official_bin, dsh_bin, base_dir):
+    official = session_id_errors(official_bin, base_dir / "official")
+    ours = session_id_errors(dsh_bin, base_dir / "ours")
+    assert ours == official
+
+
+PATCHES = {
+    "empty_list": "[]\n",
+    "commented_list": "# a patch layer\n[]\n",
+    "entries": "- id: some-plugin\n  config:\n    a: !!js 1+1\n- {}\n",
+    "empty_file": "",
+    "comment_only": "# nothing\n",
+    "scalar": "42\n",
+    "entry_not_mapping": "- a\n- b\n",
+    "second_entry_not_mapping": "- {}\n- [1]\n",
+    "malformed": "[\n",
+    "missing": None,
+}
+
+
+def launch_with_patch(binary, base: Path, patch: Path) -> tuple:
+    """(exit code, first stderr line with the path replaced, initialize answered)."""
+    for name in ("dsh_home", "ws", "home"):
+        (base / name).mkdir(parents=True, exist_ok=True)
+    client = RawClient(binary, base / "dsh_home", base / "ws", base / "home",
+                       args=["--profile", "sdk", "--patch", str(patch)])
+    try:
+        client.send_request("initialize", {"cwd": str(base / "ws"), "provider": "deepseek-official",
+                                           "model": "deepseek-v4-flash"}, id="init")
+    except BrokenPipeError:
+        pass  # the runtime refused the patch and exited before reading
+    client.close_stdin()
+    code = client.wait_exit(timeout=FRAME_TIMEOUT)
+    frames = client.wait_eof()
+    client._err_reader.join(FRAME_TIMEOUT)
+    answered = any(f.get("id") == "init" and "result" in f for f in frames)
+    errors = [line for line in client.stderr.decode().splitlines() if line.startswith("Error: ")]
+    first = errors[0].replace(str(patch), "<patch>") if errors else None
+    for library_text in ("Error: dsh: failed to parse overlay <patch>: ", "Error: dsh: failed to read overlay <patch>: "):
+        if first and first.startswith(library_text):
+            first = library_text + "<the YAML or I/O library's own text>"
+    return code, first, answered
+
+
+@pytest.mark.parametrize("name", sorted(PATCHES))
+def test_patch_files_are_accepted_and_refused_like_the_official_runtime(name, official_bin, dsh_bin, base_dir):
+    patch = base_dir / "patch.yml"
+    if PATCHES[name] is not None:
+        patch.write_text(PATCHES[name])
+    official = launch_with_patch(official_bin, base_dir / "official", patch)
+    ours = launch_with_patch(dsh_bin, base_dir / "ours", patch)
+    assert ours == official
+
+
+def test_the_official_profile_patch_layer_is_accepted(official_bin, dsh_bin, base_dir):
+    """The patch layer the official runtime writes into DSH_HOME (a YAML list, `[]`)."""
+    scratch = base_dir / "scratch.yml"
+    scratch.write_text("[]\n")
+    assert launch_with_patch(official_bin, base_dir / "official", scratch)[0] == 0
+    layer = base_dir / "official" / "dsh_home" / "profiles" / "sdk" / "cordis.patch.yml"
+    assert layer.is_file(), "the official runtime wrote no profile patch layer"
+    assert launch_with_patch(dsh_bin, base_dir / "ours", layer) == (0, None, True)

@@ -198,6 +198,15 @@ def test_session_wait_unknown_session(raw_echo):
     )
 
 
+@pytest.mark.parametrize("params", [{}, {"sessionId": None}, {"sessionId": 5}, {"sessionId": ["s"]}])
+def test_session_wait_requires_a_session_id_string(raw_echo, params):
+    assert raw_echo.error("session/wait", params)["message"] == "session/wait requires a sessionId string"
+
+
+def test_session_wait_looks_up_an_empty_session_id(raw_echo):
+    assert raw_echo.error("session/wait", {"sessionId": ""})["message"] == "unknown SDK session: "
+
+
 def test_session_wait_returns_after_idle(make_raw, workspace, scenario):
     raw = make_raw()
     raw.initialize(workspace, model=scenario([{"text": "slow", "delay_ms": 500}]))

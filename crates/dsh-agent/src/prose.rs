@@ -100,12 +100,44 @@ pub fn current_directory(dir: &Path) -> String {
     format!("Current working directory: {}", dir.display())
 }
 
-/// The fallback session title: the first five words of the prompt.
+/// Longest fallback session title, in UTF-8 bytes.
+const TITLE_MAX_BYTES: usize = 40;
+
+/// The fallback session title, as the official runtime forms it: control
+/// characters other than tab, line feed and carriage return and the
+/// invisible format characters (zero-width space, direction marks and
+/// overrides, word joiners, the byte-order mark) are dropped, the first
+/// five whitespace-separated words are joined by single spaces, and the
+/// result is cut at 40 UTF-8 bytes (never inside a character) with
+/// trailing spaces removed.
 pub fn fallback_title(text: &str) -> String {
-    text.split_whitespace()
+    let visible: String = text.chars().filter(|&c| !is_dropped_in_title(c)).collect();
+    let joined = visible
+        .split_whitespace()
         .take(5)
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    let mut end = joined.len().min(TITLE_MAX_BYTES);
+    while !joined.is_char_boundary(end) {
+        end -= 1;
+    }
+    joined[..end].trim_end().to_owned()
+}
+
+/// Characters the official fallback title leaves out (measured one by one).
+fn is_dropped_in_title(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}'
+        | '\u{b}'
+        | '\u{c}'
+        | '\u{e}'..='\u{1f}'
+        | '\u{7f}'..='\u{9f}'
+        | '\u{200b}'
+        | '\u{200e}'
+        | '\u{200f}'
+        | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
+        | '\u{feff}')
 }
 
 /// The result recorded for a tool call cut short by disposal: `started`
@@ -143,6 +175,46 @@ mod tests {
             fallback_title("  one two\tthree four five six "),
             "one two three four five"
         );
+        assert_eq!(
+            fallback_title("line one\nline two\nline three"),
+            "line one line two line"
+        );
+        assert_eq!(fallback_title("a\u{a0}b\u{3000}c\u{2028}d"), "a b c d");
         assert_eq!(fallback_title(""), "");
+    }
+
+    // Expected values measured on the official runtime.
+    #[test]
+    fn fallback_title_is_cut_at_forty_bytes_on_a_character_boundary() {
+        let long = "abcdefghijklmnopqrstuvwxyz".repeat(2);
+        assert_eq!(fallback_title(&long), &long[..40]);
+        assert_eq!(fallback_title(&"😀".repeat(16)), "😀".repeat(10));
+        assert_eq!(
+            fallback_title("中文标题测试中文标题测试中文标题测试中文标题测试"),
+            "中文标题测试中文标题测试中"
+        );
+        assert_eq!(
+            fallback_title("1234567890123456789012345678901234567 😀x"),
+            "1234567890123456789012345678901234567"
+        );
+        assert_eq!(
+            fallback_title("123456789012345678901234567890123456789 abc"),
+            "123456789012345678901234567890123456789"
+        );
+        let accents = "e\u{301}".repeat(14);
+        assert_eq!(
+            fallback_title(&accents),
+            format!("{}e", "e\u{301}".repeat(13))
+        );
+    }
+
+    #[test]
+    fn fallback_title_drops_controls_and_invisible_format_characters() {
+        assert_eq!(fallback_title("a\u{b}b\u{c}c\rd e"), "abc d e");
+        assert_eq!(fallback_title("a \u{200b} b c d e f"), "a b c d e");
+        assert_eq!(fallback_title("a\u{0}b\u{1c}\u{7f}\u{85}c d"), "abc d");
+        assert_eq!(fallback_title("a\u{202e}b\u{2066}\u{feff}c d"), "abc d");
+        let kept = "a\u{200c}b\u{200d}c\u{ad}d\u{180e}e\u{fe0f}";
+        assert_eq!(fallback_title(kept), kept);
     }
 }

@@ -77,7 +77,7 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 );
                 delay_ms
             };
-            tokio::time::sleep(Duration::from_secs_f64(delay_ms / 1000.0)).await;
+            tokio::time::sleep(Duration::from_secs_f64(delay_ms.get() / 1000.0)).await;
             inner.state().event(
                 events::LLM_RETRY_STARTED,
                 &json!({"retryId": retry_id, "turn": turn, "step": step, "retry": retry}),
@@ -223,9 +223,9 @@ fn prepare_request(
     }
     if let Some((seq, text)) = prompt
         && !state.titled
-        && !text.trim().is_empty()
+        && let title = prose::fallback_title(&text)
+        && !title.is_empty()
     {
-        let title = prose::fallback_title(&text);
         state.event(
             events::SESSION_TITLE,
             &json!({"title": title, "messageSeqs": [seq], "source": {"kind": "fallback"}}),

@@ -276,11 +276,13 @@ pub fn error_response(error: &ScriptedError) -> Response<Body> {
     {
         headers.insert("request-id", id);
     }
-    if let Some(ms) = error.retry_after_ms {
-        let seconds = format!("{}", ms as f64 / 1000.0);
-        if let Ok(value) = hyper::header::HeaderValue::from_str(&seconds) {
-            headers.insert("retry-after", value);
-        }
+    let retry_after = match (&error.retry_after, error.retry_after_ms) {
+        (Some(header), _) => Some(header.clone()),
+        (None, Some(ms)) => Some(format!("{}", ms as f64 / 1000.0)),
+        (None, None) => None,
+    };
+    if let Some(value) = retry_after.and_then(|v| hyper::header::HeaderValue::from_str(&v).ok()) {
+        headers.insert("retry-after", value);
     }
     response
 }

@@ -239,7 +239,10 @@ async fn every_http_error_row_maps_to_its_code() {
                 f.request_id.as_deref(),
                 Some(format!("req-{status}").as_str())
             );
-            assert_eq!(f.provider_retry_after_ms, Some(1500));
+            assert_eq!(
+                f.provider_retry_after_ms.map(dsh_llm::Millis::get),
+                Some(1500.0)
+            );
         }
     }
 }

@@ -1,4 +1,4 @@
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A failed model attempt, as carried by `finish` chunks and `turn/end`.
 ///
@@ -16,7 +16,7 @@ pub struct LlmFailure {
     pub status: Option<u16>,
     /// Server-requested delay before a retry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_retry_after_ms: Option<u64>,
+    pub provider_retry_after_ms: Option<Millis>,
     /// The provider's request id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -32,5 +32,80 @@ impl LlmFailure {
             provider_retry_after_ms: None,
             request_id: None,
         }
+    }
+}
+
+/// A delay in milliseconds (a provider's `retry-after`, a back-off): finite
+/// and positive, with its fraction (`retry-after: 0.0004` is 0.4 ms, as the
+/// official runtime reports it). Written as JavaScript writes numbers: an
+/// integer when whole.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Millis(f64);
+
+// Invariant: the value is never NaN (see `new`), so equality is total.
+impl Eq for Millis {}
+
+impl Millis {
+    /// `ms` if it is finite and positive; a zero, negative or non-finite
+    /// delay is no request at all.
+    pub fn new(ms: f64) -> Option<Self> {
+        (ms.is_finite() && ms > 0.0).then_some(Self(ms))
+    }
+
+    /// The delay in milliseconds.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+/// Largest integer a JSON number carries exactly (`2^53`).
+const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0;
+
+impl Serialize for Millis {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.fract() == 0.0 && self.0 < EXACT_INTEGER_LIMIT {
+            // Whole and below 2^53: the cast is exact.
+            serializer.serialize_u64(self.0 as u64)
+        } else {
+            serializer.serialize_f64(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let ms = f64::deserialize(deserializer)?;
+        Self::new(ms)
+            .ok_or_else(|| serde::de::Error::custom("retry-after must be a positive number"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn millis_are_positive_and_written_as_javascript_writes_them() {
+        assert_eq!(Millis::new(0.0), None);
+        assert_eq!(Millis::new(-1.0), None);
+        assert_eq!(Millis::new(f64::INFINITY), None);
+        let mut failure = LlmFailure::new("RATE_LIMIT", "slow down");
+        failure.provider_retry_after_ms = Millis::new(1500.0);
+        let json = serde_json::to_string(&failure).unwrap_or_default();
+        assert_eq!(
+            json,
+            r#"{"message":"slow down","code":"RATE_LIMIT","providerRetryAfterMs":1500}"#
+        );
+        failure.provider_retry_after_ms = Millis::new(0.4);
+        let json = serde_json::to_string(&failure).unwrap_or_default();
+        assert!(json.ends_with(r#""providerRetryAfterMs":0.4}"#), "{json}");
+        let back: LlmFailure = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, failure);
+        assert!(
+            serde_json::from_str::<LlmFailure>(
+                r#"{"message":"m","code":"c","providerRetryAfterMs":0}"#
+            )
+            .is_err()
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! HTTP errors and transport problems, and streaming with an idle timeout.
 
 use crate::sse::{SseDecoder, SseEvent};
-use crate::{ChunkSender, LlmFailure, StreamChunk};
+use crate::{ChunkSender, LlmFailure, Millis, StreamChunk};
 use futures_util::StreamExt;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -152,19 +152,29 @@ fn classify(status: u16, kind: &str, message: &str) -> String {
     code.to_owned()
 }
 
-/// `retry-after` in milliseconds: delay-seconds (fractions allowed) or an
-/// HTTP date relative to `now`.
-pub fn retry_after_ms(value: &str, now: SystemTime) -> Option<u64> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).round() as u64);
+/// `retry-after` as the official runtime reads it: delay-seconds written
+/// as digits with an optional fraction (no sign, exponent or surrounding
+/// space), else an HTTP date relative to `now`. A delay that is not
+/// positive (`0`, `0.0`, a past date) or cannot be read is no request: the
+/// normal back-off applies. (The official runtime also reads the other
+/// forms JavaScript's `Date.parse` knows, such as ISO 8601; providers send
+/// HTTP dates.)
+pub fn retry_after_ms(value: &str, now: SystemTime) -> Option<Millis> {
+    if let Some(seconds) = delay_seconds(value) {
+        return Millis::new(seconds * 1000.0);
     }
     let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(now)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0),
-    )
+    let ms = at.duration_since(now).ok()?.as_millis();
+    Millis::new(ms as f64)
+}
+
+/// `1`, `1.5`: ASCII digits, optionally `.` and more digits.
+fn delay_seconds(value: &str) -> Option<f64> {
+    let (whole, fraction) = value.split_once('.').unwrap_or((value, "0"));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(whole) && digits(fraction))
+        .then(|| value.parse().ok())
+        .flatten()
 }
 
 /// One streamed model request: sends `request` (an answer must start
@@ -306,7 +316,7 @@ mod tests {
             assert_eq!(f.code, code, "{status} {body}");
             assert_eq!(f.status, Some(status));
             assert_eq!(f.request_id.as_deref(), Some("req-1"));
-            assert_eq!(f.provider_retry_after_ms, Some(2000));
+            assert_eq!(f.provider_retry_after_ms.map(Millis::get), Some(2000.0));
         }
         assert_eq!(
             failure(
@@ -331,15 +341,26 @@ mod tests {
         );
     }
 
+    // Expected values measured on the official runtime.
     #[test]
-    fn retry_after_accepts_seconds_and_dates() {
+    fn retry_after_reads_positive_seconds_and_future_dates_only() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        assert_eq!(retry_after_ms("1.5", now), Some(1500));
-        assert_eq!(retry_after_ms("0", now), Some(0));
+        let ms = |value: &str| retry_after_ms(value, now).map(Millis::get);
+        assert_eq!(ms("1"), Some(1000.0));
+        assert_eq!(ms("1.5"), Some(1500.0));
+        assert_eq!(ms("2.0000"), Some(2000.0));
+        assert_eq!(ms("0.0004"), Some(0.4));
+        assert_eq!(ms("0.1234567"), Some(123.4567));
+        assert_eq!(ms("99999"), Some(99_999_000.0));
         let later = httpdate::fmt_http_date(now + Duration::from_secs(3));
-        assert_eq!(retry_after_ms(&later, now), Some(3000));
-        assert_eq!(retry_after_ms("soon", now), None);
-        assert_eq!(retry_after_ms("-1", now), None);
+        assert_eq!(ms(&later), Some(3000.0));
+        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(3600));
+        for ignored in [
+            "0", "00", "0.0", "-0", "-1", "+1", "1e0", "0x10", "Infinity", "1.", ".5", " 2 ", "",
+            "soon", &earlier,
+        ] {
+            assert_eq!(ms(ignored), None, "{ignored:?}");
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub mod scripted;
 pub use accumulate::{Accumulator, Settled};
 pub use attachments::{AdmitError, AttachmentStore};
 pub use chunk::{BlockType, FinishReason, StreamChunk, Usage};
-pub use failure::LlmFailure;
+pub use failure::{LlmFailure, Millis};
 pub use http::DEFAULT_IDLE_TIMEOUT;
 pub use provider::{ChunkSender, ModelRequest, Provider, ToolSpec};
 pub use record::StreamRecorder;

@@ -1,6 +1,6 @@
 //! The retry policy applied to failed model attempts (§13.9).
 
-use crate::LlmFailure;
+use crate::{LlmFailure, Millis};
 use serde_json::json;
 
 /// Codes worth another attempt.
@@ -53,17 +53,17 @@ impl RetryPolicy {
     /// The delay before retry number `retry` (1-based) after `failure`, or
     /// `None` to give up: not retryable, retries exhausted, or a provider
     /// retry-after longer than the cap.
-    pub fn delay_ms(&self, retry: u32, failure: &LlmFailure) -> Option<f64> {
+    pub fn delay_ms(&self, retry: u32, failure: &LlmFailure) -> Option<Millis> {
         if retry == 0 || retry > self.max_retries || !RETRYABLE.contains(&failure.code.as_str()) {
             return None;
         }
         if let Some(after) = failure.provider_retry_after_ms {
-            return (after <= self.cap_ms).then_some(after as f64);
+            return (after.get() <= self.cap_ms as f64).then_some(after);
         }
         let exponent = i32::try_from(retry - 1).unwrap_or(i32::MAX);
         let base = (self.initial_ms as f64 * 2f64.powi(exponent)).min(self.cap_ms as f64);
         let factor = 1.0 + self.jitter * (fastrand::f64() * 2.0 - 1.0);
-        Some(base * factor)
+        Millis::new(base * factor)
     }
 }
 
@@ -86,7 +86,7 @@ mod tests {
             (4, 4000.0),
             (5, 8000.0),
         ] {
-            let delay = policy.delay_ms(retry, &server).unwrap_or(-1.0);
+            let delay = policy.delay_ms(retry, &server).map_or(-1.0, Millis::get);
             assert!(
                 (base * 0.9..=base * 1.1).contains(&delay),
                 "retry {retry}: {delay}"
@@ -97,7 +97,7 @@ mod tests {
             max_retries: 10,
             ..RetryPolicy::default()
         };
-        assert!(capped.delay_ms(9, &server).unwrap_or(0.0) <= 11_000.0);
+        assert!(capped.delay_ms(9, &server).map_or(0.0, Millis::get) <= 11_000.0);
     }
 
     #[test]
@@ -117,9 +117,9 @@ mod tests {
             );
         }
         let mut limited = LlmFailure::new("RATE_LIMIT", "x");
-        limited.provider_retry_after_ms = Some(1500);
-        assert_eq!(policy.delay_ms(1, &limited), Some(1500.0));
-        limited.provider_retry_after_ms = Some(60_000);
+        limited.provider_retry_after_ms = Millis::new(1500.0);
+        assert_eq!(policy.delay_ms(1, &limited).map(Millis::get), Some(1500.0));
+        limited.provider_retry_after_ms = Millis::new(60_000.0);
         assert_eq!(policy.delay_ms(1, &limited), None);
     }
 }

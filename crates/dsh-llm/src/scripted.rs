@@ -208,6 +208,10 @@ pub struct ScriptedError {
     /// Retry-after to report, in milliseconds.
     #[serde(default)]
     pub retry_after_ms: Option<u64>,
+    /// A literal `retry-after` header value (instead of `retry_after_ms`),
+    /// read as a real provider's header is: `"0"`, `"-1"`, `"soon"`, a date.
+    #[serde(default)]
+    pub retry_after: Option<String>,
     /// Request id to report.
     #[serde(default)]
     pub request_id: Option<String>,
@@ -398,7 +402,12 @@ fn chunks(reply: &Reply, model: &str, input_estimate: u64) -> Vec<StreamChunk> {
             message: error.message.clone(),
             code: error.code.clone(),
             status: error.status,
-            provider_retry_after_ms: error.retry_after_ms,
+            provider_retry_after_ms: match &error.retry_after {
+                Some(header) => crate::http::retry_after_ms(header, std::time::SystemTime::now()),
+                None => error
+                    .retry_after_ms
+                    .and_then(|ms| crate::Millis::new(ms as f64)),
+            },
             request_id: error.request_id.clone(),
         };
         out.push(StreamChunk::Finish {

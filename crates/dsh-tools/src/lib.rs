@@ -89,7 +89,9 @@ pub fn sdk_tools(config: ToolsConfig) -> ToolSet {
         config.clone(),
     ))));
     set.insert(Arc::new(tools::Typed(tools::edit::Edit::new())));
-    set.insert(Arc::new(tools::Typed(tools::glob::Glob::new())));
+    set.insert(Arc::new(tools::Typed(tools::glob::Glob::new(
+        config.clone(),
+    ))));
     set.insert(Arc::new(tools::Typed(tools::grep::Grep::new())));
     set.insert(Arc::new(tools::Typed(tools::jobs::JobKill::new())));
     set.insert(Arc::new(tools::Typed(tools::jobs::JobList::new())));

@@ -28,8 +28,8 @@ pub(crate) struct Shell {
 
 /// How one command ended.
 pub(crate) enum RunEnd {
-    /// The sentinel arrived: exit status and the shell's directory.
-    Done { code: i32, pwd: String },
+    /// The sentinel arrived with the command's exit status.
+    Done { code: i32 },
     /// The shell itself ended (e.g. `exit`), with its exit status.
     ShellExited(Option<i32>),
     /// The deadline passed; the shell was killed.
@@ -104,7 +104,7 @@ impl Shell {
     ) -> RunResult {
         let sentinel = format!("__DSH_DONE_{}__", uuid::Uuid::new_v4().simple());
         let script = format!(
-            "{prelude}eval {} < /dev/null\n__dsh_status=$?\nprintf '\\n%s %s %s\\n' '{sentinel}' \"$__dsh_status\" \"$PWD\"\n",
+            "{prelude}eval {} < /dev/null\n__dsh_status=$?\nprintf '\\n%s %s\\n' '{sentinel}' \"$__dsh_status\"\n",
             quote(command)
         );
         let mut buf: Vec<u8> = Vec::new();
@@ -153,11 +153,9 @@ impl Shell {
                 let after = &buf[at + marker.len()..];
                 if let Some(end) = after.iter().position(|b| *b == b'\n') {
                     let line = String::from_utf8_lossy(&after[..end]).into_owned();
-                    let (code, pwd) = line.split_once(' ').unwrap_or((line.as_str(), ""));
-                    let code = code.trim().parse().unwrap_or(-1);
-                    let pwd = pwd.to_owned();
+                    let code = line.trim().parse().unwrap_or(-1);
                     buf.truncate(at);
-                    return self.result(&buf, dropped, RunEnd::Done { code, pwd });
+                    return self.result(&buf, dropped, RunEnd::Done { code });
                 }
             }
             if buf.len() > KEEP_BYTES {

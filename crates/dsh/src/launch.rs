@@ -38,7 +38,30 @@ pub enum LaunchError {
         /// Why.
         source: std::io::Error,
     },
-    /// An overlay file is not a valid overlay.
+    /// An overlay file is not YAML.
+    #[error("Error: dsh: failed to parse overlay {path}: {message}")]
+    ParseOverlay {
+        /// The file, made absolute.
+        path: PathBuf,
+        /// The YAML error.
+        message: String,
+    },
+    /// An overlay is neither a list of loader patch entries nor a mapping
+    /// (an empty file included, as the official runtime refuses it).
+    #[error("Error: dsh: overlay {path} must be a top-level YAML array of loader patch entries")]
+    OverlayNotAList {
+        /// The file, made absolute.
+        path: PathBuf,
+    },
+    /// An entry of an overlay list is not a mapping.
+    #[error("Error: dsh: overlay entry {entry} in {path} must be a mapping (a loader patch entry)")]
+    OverlayEntryNotMapping {
+        /// The file, made absolute.
+        path: PathBuf,
+        /// The entry's position, from 1.
+        entry: usize,
+    },
+    /// The `env:` map of an overlay mapping is malformed.
     #[error("Error: dsh: invalid overlay {path}: {message}")]
     InvalidOverlay {
         /// The file, made absolute.
@@ -316,8 +339,13 @@ impl LaunchEnv {
             .transpose()
     }
 
-    /// Reads one overlay. Honoured: `env:` (a map of variable → scalar);
-    /// other top-level keys are reported and ignored.
+    /// Reads one overlay. The official runtime's format, a top-level list
+    /// of loader patch entries (each a mapping; `!!js` values inside), is
+    /// accepted; dsh has no plugin loader, so each entry is reported on
+    /// stderr and ignored. A top-level mapping is dsh's own format: `env:`
+    /// (a map of variable → scalar) is honoured, other keys are reported
+    /// and ignored. Anything else (an empty file too) is refused with the
+    /// official runtime's message.
     fn apply_overlay(&mut self, path: &Path) -> Result<(), LaunchError> {
         let text = std::fs::read_to_string(path).map_err(|source| LaunchError::ReadOverlay {
             path: path.to_owned(),
@@ -327,11 +355,35 @@ impl LaunchEnv {
             path: path.to_owned(),
             message,
         };
-        let yaml: Yaml = serde_yaml_ng::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let yaml: Yaml = serde_yaml_ng::from_str(&text).map_err(|e| LaunchError::ParseOverlay {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
         let map = match yaml {
-            Yaml::Null => return Ok(()),
             Yaml::Mapping(map) => map,
-            _ => return Err(invalid("the top level must be a mapping".into())),
+            Yaml::Sequence(entries) => {
+                for (index, entry) in entries.iter().enumerate() {
+                    if !entry.is_mapping() {
+                        return Err(LaunchError::OverlayEntryNotMapping {
+                            path: path.to_owned(),
+                            entry: index + 1,
+                        });
+                    }
+                }
+                for index in 0..entries.len() {
+                    tracing::warn!(
+                        "overlay {}: loader patch entry {} is not supported by dsh and is ignored",
+                        path.display(),
+                        index + 1
+                    );
+                }
+                return Ok(());
+            }
+            _ => {
+                return Err(LaunchError::OverlayNotAList {
+                    path: path.to_owned(),
+                });
+            }
         };
         for (key, value) in map {
             match (key.as_str(), value) {

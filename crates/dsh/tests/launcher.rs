@@ -80,19 +80,80 @@ fn overlays_are_read_and_validated() {
     assert_eq!(out.status.code(), Some(1));
     let expected = format!("Error: dsh: failed to read overlay {}:", missing.display());
     assert!(stderr(&out).starts_with(&expected), "{}", stderr(&out));
-    for (name, text) in [
-        ("bad.yml", "env: [unclosed"),
-        ("list.yml", "- a\n- b\n"),
-        ("env.yml", "env: 3\n"),
+    // Messages and exit codes measured on the official runtime.
+    for (name, text, message) in [
+        ("bad.yml", "env: [unclosed", "failed to parse overlay {}: "),
+        (
+            "empty.yml",
+            "",
+            "overlay {} must be a top-level YAML array of loader patch entries",
+        ),
+        (
+            "comment.yml",
+            "# nothing\n",
+            "overlay {} must be a top-level YAML array of loader patch entries",
+        ),
+        (
+            "scalar.yml",
+            "42\n",
+            "overlay {} must be a top-level YAML array of loader patch entries",
+        ),
+        (
+            "list.yml",
+            "- a\n- b\n",
+            "overlay entry 1 in {} must be a mapping (a loader patch entry)",
+        ),
+        (
+            "second.yml",
+            "- {}\n- [1]\n",
+            "overlay entry 2 in {} must be a mapping (a loader patch entry)",
+        ),
+        (
+            "env.yml",
+            "env: 3\n",
+            "invalid overlay {}: env must be a mapping",
+        ),
     ] {
         std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
         let out = run(&dir, &["sdk", "--patch", name], Some("h"));
         assert_eq!(out.status.code(), Some(1), "{name}");
+        let path = dir.path().join(name);
+        let expected = format!(
+            "Error: dsh: {}",
+            message.replace("{}", &path.display().to_string())
+        );
         assert!(
-            stderr(&out).starts_with("Error: dsh: invalid overlay"),
+            stderr(&out).starts_with(&expected),
             "{name}: {}",
             stderr(&out)
         );
+    }
+}
+
+#[test]
+fn official_patch_lists_are_accepted_with_a_warning_per_entry() {
+    let dir = TempDir::new("patchlist");
+    for (name, text, warnings) in [
+        ("wheel.yml", "# the official profile's patch layer\n[]\n", 0),
+        (
+            "entries.yml",
+            "- id: some-plugin\n  config:\n    a: !!js 1+1\n- {}\n",
+            2,
+        ),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
+        let mut cmd = dsh(dir.path());
+        cmd.args(["sdk", "--patch", name]).env("DSH_HOME", "h");
+        cmd.stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        let ignored = stderr(&out)
+            .matches("is not supported by dsh and is ignored")
+            .count();
+        assert_eq!(ignored, warnings, "{name}: {}", stderr(&out));
     }
 }
 

@@ -18,14 +18,14 @@ pub fn resume(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
 /// `session/wait`: `{}` once the session is idle.
 pub async fn wait(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
     server.initialized()?;
-    let session_id = match p.get("sessionId") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => "undefined".to_owned(),
-    };
+    // Any string, even empty, is looked up (the official runtime answers
+    // `unknown SDK session: ` for `""`).
+    let session_id = params::string(p, "sessionId").ok_or_else(|| {
+        RpcError::InvalidParams("session/wait requires a sessionId string".into())
+    })?;
     let agent = server
-        .session(&session_id)
-        .ok_or(RpcError::UnknownSession(session_id))?;
+        .session(session_id)
+        .ok_or_else(|| RpcError::UnknownSession(session_id.to_owned()))?;
     agent.wait_idle().await;
     result(&EmptyResult {})
 }

@@ -8,3 +8,4 @@ mod spill;
 
 pub(crate) use job::{Job, JobEnd, Outcome, kill_group, lock, now_ms};
 pub(crate) use spawn::start;
+pub(crate) use spill::SpillDir;

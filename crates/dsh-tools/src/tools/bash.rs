@@ -100,8 +100,11 @@ impl Bash {
                 ));
             }
         };
+        // As the official runtime holds it: joined as written (no `~`, `.`
+        // or `..` handling, a trailing `/` kept); the kernel resolves it,
+        // so `sub/missing/..` is no directory. `meta.cwd` shows it so.
         let cwd = match &args.workdir {
-            Some(dir) => paths::resolve(&ctx.cwd, dir),
+            Some(dir) => ctx.cwd.join(dir),
             None => ctx.cwd.clone(),
         };
         if !cwd.is_dir() {

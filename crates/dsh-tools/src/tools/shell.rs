@@ -5,7 +5,6 @@ use crate::shell::{RunEnd, Shell, quote};
 use crate::{ToolContext, ToolOutput, ToolsConfig};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
-use serde_json::json;
 use std::sync::Arc;
 
 /// Most characters of output shown per command.
@@ -73,11 +72,10 @@ impl PersistentBash {
         let deadline = tokio::time::Instant::now() + self.config.shell_timeout;
         let result = shell.run(&prelude, &command, deadline, &ctx.cancel).await;
         let reset = "the shell was stopped; a fresh one starts with the next command, so the working directory and variables are back to their defaults";
-        let (mut is_error, mut meta) = (false, None);
+        let mut is_error = false;
         match &result.end {
-            RunEnd::Done { code, pwd } => {
+            RunEnd::Done { code } => {
                 notes.push(format!("[Command finished with exit code {code}]"));
-                meta = Some(json!({"cwd": pwd}));
             }
             RunEnd::ShellExited(code) => {
                 let code = code.map_or_else(|| "unknown".to_owned(), |c| c.to_string());
@@ -114,13 +112,12 @@ impl PersistentBash {
             }
             text.push_str(&note);
         }
-        let mut out = if is_error {
+        // No `meta`: the official persistent shell reports none.
+        if is_error {
             ToolOutput::failure(text)
         } else {
             ToolOutput::text(text)
-        };
-        out.meta = meta;
-        out
+        }
     }
 }
 

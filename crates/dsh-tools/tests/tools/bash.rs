@@ -102,11 +102,22 @@ async fn workdir_is_resolved_against_the_cwd() {
     let sub = fx.path("sub");
     assert_eq!(text(&out), format!("{}\n", sub.display()));
     assert_eq!(out.meta, Some(json!({"cwd": sub.to_string_lossy()})));
+    // As the official runtime: meta.cwd is the directory as written, and
+    // the kernel (not a lexical clean-up) resolves it.
+    let dotted = fx.bash("pwd", ",\"workdir\":\"./sub/../sub/\"").await;
+    assert_eq!(text(&dotted), format!("{}\n", sub.display()));
+    let written = fx.path("./sub/../sub/");
+    assert!(written.to_string_lossy().ends_with("/./sub/../sub/"));
+    assert_eq!(dotted.meta, Some(json!({"cwd": written.to_string_lossy()})));
+    let through_missing = fx.bash("pwd", ",\"workdir\":\"sub/nope/..\"").await;
+    assert!(through_missing.is_error, "{}", text(&through_missing));
+    let home = fx.bash("pwd", ",\"workdir\":\"~\"").await;
+    assert!(home.is_error, "~ is not expanded: {}", text(&home));
     let missing = fx.bash("pwd", ",\"workdir\":\"nope\"").await;
     assert!(missing.is_error);
     assert!(text(&missing).starts_with("Error: the working directory"));
     assert!(
-        fx.host.of_kind("job/registered").len() == 1,
+        fx.host.of_kind("job/registered").len() == 2,
         "no job for a bad workdir"
     );
 }

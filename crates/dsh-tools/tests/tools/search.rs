@@ -10,8 +10,10 @@ fn set_mtime(path: &std::path::Path, seconds_ago: u64) {
     ok(file.set_modified(when), "set mtime");
 }
 
+// Order, relative paths, hidden and ignored files, meta shape and the
+// limit of 100 measured on the official runtime.
 #[tokio::test]
-async fn glob_lists_newest_first_and_caps_at_100() {
+async fn glob_lists_oldest_first_caps_at_100_and_spills_the_full_list() {
     let fx = Fixture::new(PermissionMode::WorkspaceWrite);
     for n in 0..105 {
         let path = fx.write_file(&format!("src/f{n:03}.rs"), "x");
@@ -23,44 +25,101 @@ async fn glob_lists_newest_first_and_caps_at_100() {
     assert!(!out.is_error);
     let body = text(&out);
     let lines: Vec<&str> = body.lines().collect();
-    assert_eq!(lines.len(), 101, "{body}");
-    assert_eq!(lines[0], fx.path("src/f104.rs").to_string_lossy());
-    assert_eq!(lines[99], fx.path("src/f005.rs").to_string_lossy());
+    assert_eq!(lines.len(), 102, "{body}");
+    assert_eq!(lines[0], "src/f000.rs");
+    assert_eq!(lines[99], "src/f099.rs");
+    assert_eq!(lines[100], "");
     assert!(
-        lines[100].starts_with("(5 more matching files not shown"),
+        lines[101].starts_with("(5 more matching files not shown"),
         "{}",
-        lines[100]
+        lines[101]
     );
     let meta = some(out.meta, "meta");
-    assert_eq!(meta["matches"], 105);
+    assert_eq!(meta["shape"], "paths");
+    assert_eq!(meta["total"], 105);
     assert_eq!(meta["truncated"], true);
+    assert_eq!(meta["paths"].as_array().map(Vec::len), Some(100));
+    assert_eq!(meta["paths"][0], "src/f000.rs");
+    // The full list, in the same order, in a private spill file.
+    let spilled = some(
+        std::fs::read_dir(&fx.spill)
+            .ok()
+            .and_then(|mut dir| dir.next())
+            .and_then(Result::ok),
+        "spill file",
+    );
+    assert!(
+        lines[101].contains(&*spilled.path().to_string_lossy()),
+        "{}",
+        lines[101]
+    );
+    let full = ok(std::fs::read_to_string(spilled.path()), "read spill");
+    let expected: Vec<String> = (0..105).map(|n| format!("src/f{n:03}.rs")).collect();
+    assert_eq!(full.lines().collect::<Vec<_>>(), expected);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = ok(spilled.metadata(), "stat").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // At the limit nothing is spilled.
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    for n in 0..100 {
+        fx.write_file(&format!("f{n:03}.rs"), "x");
+    }
+    let out = fx.call("glob", "{\"pattern\":\"*.rs\"}").await;
+    assert_eq!(text(&out).lines().count(), 100);
+    assert_eq!(some(out.meta, "meta")["truncated"], false);
+    assert!(!fx.spill.exists());
 }
 
 #[tokio::test]
-async fn glob_respects_gitignore_and_segments() {
+async fn glob_includes_hidden_and_ignored_files_and_matches_names_at_any_depth() {
     let fx = Fixture::new(PermissionMode::WorkspaceWrite);
-    fx.write_file(".gitignore", "ignored.rs\nbuild/\n");
-    fx.write_file("top.rs", "x");
-    fx.write_file("ignored.rs", "x");
-    fx.write_file("build/gen.rs", "x");
-    fx.write_file("deep/er/inner.rs", "x");
-    fx.write_file(".git/config.rs", "x");
-    let top = text(&fx.call("glob", "{\"pattern\":\"*.rs\"}").await);
-    assert_eq!(top, fx.path("top.rs").to_string_lossy());
-    let all = text(&fx.call("glob", "{\"pattern\":\"**/*.rs\"}").await);
-    let mut lines: Vec<&str> = all.lines().collect();
-    lines.sort_unstable();
-    let deep = fx.path("deep/er/inner.rs");
-    let top_path = fx.path("top.rs");
-    assert_eq!(lines, [deep.to_string_lossy(), top_path.to_string_lossy()]);
-    let scoped = text(
-        &fx.call("glob", "{\"pattern\":\"*.rs\",\"path\":\"deep/er\"}")
-            .await,
+    let files = [
+        ".gitignore",
+        "top.rs",
+        "ignored.rs",
+        ".hidden.rs",
+        "build/gen.rs",
+        "deep/er/inner.rs",
+        ".git/config.rs",
+    ];
+    for (age, name) in files.iter().enumerate() {
+        let path = fx.write_file(
+            name,
+            if *name == ".gitignore" {
+                "ignored.rs\nbuild/\n"
+            } else {
+                "x"
+            },
+        );
+        set_mtime(&path, 100 - age as u64);
+    }
+    let expected = "top.rs\nignored.rs\n.hidden.rs\nbuild/gen.rs\ndeep/er/inner.rs";
+    assert_eq!(
+        text(&fx.call("glob", "{\"pattern\":\"*.rs\"}").await),
+        expected
     );
-    assert_eq!(scoped, deep.to_string_lossy());
+    assert_eq!(
+        text(&fx.call("glob", "{\"pattern\":\"**/*.rs\"}").await),
+        expected
+    );
+    let anchored = text(&fx.call("glob", "{\"pattern\":\"deep/*.rs\"}").await);
+    assert!(anchored.starts_with("No files match"), "{anchored}");
+    let scoped = fx
+        .call("glob", "{\"pattern\":\"*.rs\",\"path\":\"deep/er\"}")
+        .await;
+    assert_eq!(
+        text(&scoped),
+        "deep/er/inner.rs",
+        "relative to the cwd, not to path"
+    );
     let none = fx.call("glob", "{\"pattern\":\"*.py\"}").await;
     assert!(!none.is_error);
     assert!(text(&none).starts_with("No files match \"*.py\""));
+    let meta = some(none.meta, "meta");
+    assert_eq!(
+        meta,
+        serde_json::json!({"shape": "paths", "paths": [], "truncated": false, "total": 0})
+    );
     let bad = fx.call("glob", "{\"pattern\":\"a[\"}").await;
     assert!(bad.is_error && text(&bad).contains("invalid glob"));
     let missing = fx
