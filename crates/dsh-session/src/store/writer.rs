@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// A buffer whose capacity grew past this (a large batch) is given back
 /// after its batch is written, so an idle session keeps no large buffer.
-const KEEP_CAPACITY: usize = 64 * 1024;
+const KEEP_CAPACITY: usize = 1024;
 
 /// The one write handle of a session log.
 ///
