@@ -74,15 +74,18 @@ const KEEP_CAPACITY: usize = 1024;
 /// returns: the events survive the process being killed, not a machine
 /// crash. [`sync`](SessionWriter::sync) flushes and then `fdatasync`s the log
 /// (and, once, `fsync`s the directories whose entries the first flush or a
-/// tail repair created or renamed), which also survives power loss. Flush is
-/// what the flush barriers (before each model request, tool dispatch and
-/// pre-step) call; sync belongs at the few points where losing the tail of a
+/// tail repair created or renamed), which also survives power loss. The
+/// session's [`EventLog`](crate::EventLog) flushes after every event, before
+/// notifying it (one batch, so one zstd frame, per event while writes
+/// succeed); sync belongs at the few points where losing the tail of a
 /// session to a power cut matters more than a few milliseconds (session
-/// disposal, shutdown). Measured with `examples/store_flush_cost.rs` on the
-/// development machine (ext4 on a virtio disk, release build, 500 batches of
-/// 10 events of ≈300 bytes): a flush costs ≈5–8 µs per batch with zstd and
-/// ≈3–5 µs plain, a sync ≈0.2–1.2 ms with either (it varies with the
-/// device), i.e. 25 to 300 times more, all of it the device flush. What a
+/// disposal, shutdown, after a resume repair). Measured with
+/// `examples/store_flush_cost.rs` on the development machine (ext4 on a
+/// virtio disk, release build, events of ≈300 bytes): a flush costs ≈7–9 µs
+/// per batch with zstd whether it holds 1 or 10 events (compressing is most
+/// of it: ≈5 µs per frame) and ≈2–4 µs plain, a sync ≈0.2–1.2 ms with
+/// either (it varies with the device), i.e. 25 to 300 times more, all of it
+/// the device flush. What a
 /// machine crash costs an unsynced log is its end (on Linux file systems in
 /// their default ordered-data modes, appended data reaches the disk before
 /// the size that covers it); a final write cut short is the torn tail the
