@@ -24,13 +24,16 @@ impl ToolHost for AgentHost {
     }
 }
 
+/// A tool library and the list advertised for it.
+type SharedSpecs = (Weak<ToolSet>, Arc<Vec<ToolSpec>>);
+
 /// The tools advertised to the model, shared by every session of one tool
 /// library: the list (≈35 KiB of JSON schemas in the `sdk` profile) is built
 /// once, not once per open session.
 pub(crate) fn shared_specs(library: &Arc<ToolSet>) -> Arc<Vec<ToolSpec>> {
     /// One list per live library (a runtime has one); a `Weak` keeps its
     /// library's address from being reused while its entry exists.
-    static SHARED: Mutex<Vec<(Weak<ToolSet>, Arc<Vec<ToolSpec>>)>> = Mutex::new(Vec::new());
+    static SHARED: Mutex<Vec<SharedSpecs>> = Mutex::new(Vec::new());
     let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
     shared.retain(|(set, _)| set.strong_count() > 0);
     if let Some((_, specs)) = shared
