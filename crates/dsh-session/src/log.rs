@@ -242,14 +242,18 @@ impl EventLog {
         if self.unwritten.is_empty() {
             return;
         }
-        let result =
-            hand_over(writer, &self.unwritten, &mut self.handed).and_then(|()| writer.flush());
-        match result {
+        // Events before one the writer refuses are still written and
+        // notified; that one and everything after it wait.
+        let handed = hand_over(writer, &self.unwritten, &mut self.handed);
+        let flushed = writer.flush();
+        if flushed.is_ok() {
+            self.notify_written();
+        }
+        match handed.and(flushed) {
             Ok(()) => {
                 if let Some(err) = self.write_error.take() {
                     tracing::warn!(session = %self.session_id, "session log written again after: {err}");
                 }
-                self.notify_written();
             }
             Err(err) => {
                 let changed = self
