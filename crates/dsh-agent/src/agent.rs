@@ -108,7 +108,7 @@ impl Agent {
             }
             Start::Resumed(facts) => restore(&mut state, *facts),
         }
-        let specs = Arc::new(tools::specs(&config.tools));
+        let specs = tools::shared_specs(&config.tools);
         let system_prompt = profile.system_prompt(&config.route.model);
         let inner = Arc::new_cyclic(|weak| Inner {
             id: config.session_id,

@@ -7,7 +7,7 @@ use dsh_llm::ToolSpec;
 use dsh_tools::{ToolContext, ToolHost, ToolOutput, ToolSet};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// Name of the agent-implemented working-directory tool.
 const WORKING_DIRECTORY: &str = "working_directory";
@@ -24,9 +24,32 @@ impl ToolHost for AgentHost {
     }
 }
 
+/// A tool library and the list advertised for it.
+type SharedSpecs = (Weak<ToolSet>, Arc<Vec<ToolSpec>>);
+
+/// The tools advertised to the model, shared by every session of one tool
+/// library: the list (≈35 KiB of JSON schemas in the `sdk` profile) is built
+/// once, not once per open session.
+pub(crate) fn shared_specs(library: &Arc<ToolSet>) -> Arc<Vec<ToolSpec>> {
+    /// One list per live library (a runtime has one); a `Weak` keeps its
+    /// library's address from being reused while its entry exists.
+    static SHARED: Mutex<Vec<SharedSpecs>> = Mutex::new(Vec::new());
+    let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    shared.retain(|(set, _)| set.strong_count() > 0);
+    if let Some((_, specs)) = shared
+        .iter()
+        .find(|(set, _)| std::ptr::eq(set.as_ptr(), Arc::as_ptr(library)))
+    {
+        return Arc::clone(specs);
+    }
+    let specs = Arc::new(specs(library));
+    shared.push((Arc::downgrade(library), Arc::clone(&specs)));
+    specs
+}
+
 /// The tools advertised to the model: the library's and
 /// `working_directory`, alphabetically.
-pub(crate) fn specs(library: &ToolSet) -> Vec<ToolSpec> {
+fn specs(library: &ToolSet) -> Vec<ToolSpec> {
     let mut specs = library.specs();
     specs.push(ToolSpec {
         name: WORKING_DIRECTORY.into(),
@@ -89,5 +112,29 @@ fn working_directory(inner: &Inner, arguments: &str) -> ToolOutput {
             Ok(dir) => ToolOutput::text(prose::current_directory(&dir)),
             Err(err) => ToolOutput::failure(format!("Error: {err}")),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(specs: &[ToolSpec]) -> Vec<&str> {
+        specs.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    #[test]
+    fn sessions_of_one_library_share_one_spec_list() {
+        let config = || dsh_tools::ToolsConfig::new(std::env::temp_dir());
+        let sdk = Arc::new(dsh_tools::sdk_tools(config()));
+        let first = shared_specs(&sdk);
+        assert!(Arc::ptr_eq(&first, &shared_specs(&sdk)));
+        assert_eq!(*first, specs(&sdk));
+        assert!(names(&first).contains(&WORKING_DIRECTORY));
+        // Another library gets its own list, not the cached one.
+        let minimal = Arc::new(dsh_tools::sdk_minimal_tools(config()));
+        let other = shared_specs(&minimal);
+        assert_eq!(names(&other), names(&specs(&minimal)));
+        assert_ne!(names(&other), names(&first));
     }
 }

@@ -1,16 +1,5 @@
 //! Event type names of the catalogue that this runtime emits.
 
-/// Events that settle something the client relies on (a reply, a tool
-/// result, the end of a step or turn): the log writes them to disk before
-/// anyone is told about them.
-pub const SETTLING: [&str; 5] = [
-    ASSISTANT_MESSAGE,
-    ASSISTANT_ATTEMPT,
-    TOOL_RESULT,
-    STEP_END,
-    TURN_END,
-];
-
 /// Inbox insertion (receipt, notice), claim or cancellation.
 pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
 /// `{turn}`.

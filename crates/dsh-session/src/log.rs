@@ -1,6 +1,7 @@
-use crate::store::SessionWriter;
+use crate::store::{SessionWriter, StoreError};
 use serde::Serialize;
 use serde_json::value::RawValue;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -78,15 +79,42 @@ struct Envelope<'a, D: Serialize> {
 
 /// The append-only event log of one session: assigns `seq` (contiguous from
 /// 0) and `time` (epoch ms, never decreasing), serialises each event once and
-/// hands the same bytes to the persistence writer (buffered until
-/// [`flush`](Self::flush)) and to the observer while the session is
-/// published.
+/// hands the same bytes to the persistence writer and to the observer while
+/// the session is published.
+///
+/// # The wire never runs ahead of the log
+///
+/// With a writer, every event is written to the log file (one `write(2)`,
+/// not an fsync: it survives the process being killed, not a power cut)
+/// before the observer hears of it. When a write fails (a full disk, `EIO`),
+/// the event is not notified: it stays buffered, the failure is reported on
+/// stderr and by [`write_error`](Self::write_error), and every later event
+/// and status transition waits behind it. The next write that succeeds (at
+/// the next append or barrier) writes them all as one batch and notifies
+/// them in order. A client therefore never sees a seq that a crash could
+/// give to a different event.
 pub struct EventLog {
     session_id: String,
     next_seq: u64,
     last_time: u64,
     observer: Option<Arc<dyn EventObserver>>,
     writer: Option<SessionWriter>,
+    /// Events not yet written (so not yet notified), with the status
+    /// transitions announced after them, in order.
+    unwritten: VecDeque<Unwritten>,
+    /// How many of the events at the front of `unwritten` the writer holds
+    /// in its buffer (the others could not even be buffered yet).
+    handed: usize,
+    /// Why the last write failed; `None` once a write succeeds.
+    write_error: Option<StoreError>,
+}
+
+/// What waits in [`EventLog::unwritten`].
+enum Unwritten {
+    /// An event, serialised.
+    Event(Box<RawValue>),
+    /// A status transition announced after the events before it.
+    Status(SessionStatus),
 }
 
 impl EventLog {
@@ -98,6 +126,9 @@ impl EventLog {
             last_time: 0,
             observer,
             writer: None,
+            unwritten: VecDeque::new(),
+            handed: 0,
+            write_error: None,
         }
     }
 
@@ -115,24 +146,37 @@ impl EventLog {
         self
     }
 
-    /// Hands buffered events to the operating system (a flush barrier).
-    /// Failures are reported on stderr and the events stay buffered for the
-    /// next barrier.
+    /// A flush barrier: retries the write of events a failed write left
+    /// unwritten, and notifies them once written. Every event is written
+    /// when it is appended, so this does nothing while writes succeed.
     pub fn flush(&mut self) {
-        if let Some(writer) = &mut self.writer
-            && let Err(err) = writer.flush()
-        {
-            tracing::error!(session = %self.session_id, "session log not written (kept for retry): {err}");
-        }
+        self.write_through();
     }
 
-    /// Flushes and waits until the log is on stable storage.
+    /// Writes what is unwritten and waits until the log is on stable
+    /// storage (`fdatasync`).
     pub fn sync(&mut self) {
+        self.write_through();
         if let Some(writer) = &mut self.writer
-            && let Err(err) = writer.flush().and_then(|()| writer.sync())
+            && let Err(err) = writer.sync()
         {
             tracing::error!(session = %self.session_id, "session log not synced: {err}");
         }
+    }
+
+    /// Why the log cannot be written at the moment (the error of the last
+    /// failed write), or `None` when the last write succeeded. While this is
+    /// `Some`, appended events are kept and not notified.
+    pub fn write_error(&self) -> Option<&StoreError> {
+        self.write_error.as_ref()
+    }
+
+    /// Events appended but not yet written, so not yet notified.
+    pub fn unwritten_events(&self) -> usize {
+        self.unwritten
+            .iter()
+            .filter(|entry| matches!(entry, Unwritten::Event(_)))
+            .count()
     }
 
     /// The session this log belongs to.
@@ -145,7 +189,9 @@ impl EventLog {
         self.next_seq
     }
 
-    /// Appends one event and returns its seq.
+    /// Appends one event and returns its seq. The event is written to the
+    /// log, then notified; if the write fails it is notified after a later
+    /// write succeeds (see the type's documentation).
     pub fn append<D: Serialize>(
         &mut self,
         draft: EventDraft<'_, D>,
@@ -163,26 +209,109 @@ impl EventLog {
         let raw = serde_json::value::to_raw_value(&envelope)?;
         self.next_seq += 1;
         self.last_time = time;
-        if let Some(writer) = &mut self.writer
-            && let Err(err) = writer.append_raw(&raw)
-        {
-            tracing::error!(session = %self.session_id, seq, "event not persisted: {err}");
-        }
-        if crate::events::SETTLING.contains(&draft.kind) {
-            self.flush();
-        }
-        if let Some(observer) = &self.observer {
-            observer.on_event(&self.session_id, &raw);
+        if self.writer.is_none() {
+            if let Some(observer) = &self.observer {
+                observer.on_event(&self.session_id, &raw);
+            }
+        } else {
+            self.unwritten.push_back(Unwritten::Event(raw));
+            self.write_through();
         }
         Ok(seq)
     }
 
-    /// Announces a status transition, ordered with the events.
-    pub fn status(&self, status: SessionStatus) {
-        if let Some(observer) = &self.observer {
-            observer.on_status(&self.session_id, status);
+    /// Announces a status transition, ordered with the events: while events
+    /// before it are unwritten, it waits for them.
+    pub fn status(&mut self, status: SessionStatus) {
+        if self.unwritten.is_empty() {
+            if let Some(observer) = &self.observer {
+                observer.on_status(&self.session_id, status);
+            }
+        } else {
+            self.unwritten.push_back(Unwritten::Status(status));
         }
     }
+
+    /// Hands every unwritten event to the writer (in order, stopping at one
+    /// it refuses), writes them, and on success notifies everything written
+    /// and the status transitions between them.
+    fn write_through(&mut self) {
+        let Some(writer) = &mut self.writer else {
+            return;
+        };
+        if self.unwritten.is_empty() {
+            return;
+        }
+        // Events before one the writer refuses are still written and
+        // notified; that one and everything after it wait.
+        let handed = hand_over(writer, &self.unwritten, &mut self.handed);
+        let flushed = writer.flush();
+        if flushed.is_ok() {
+            self.notify_written();
+        }
+        match handed.and(flushed) {
+            Ok(()) => {
+                if let Some(err) = self.write_error.take() {
+                    tracing::warn!(session = %self.session_id, "session log written again after: {err}");
+                }
+            }
+            Err(err) => {
+                let changed = self
+                    .write_error
+                    .as_ref()
+                    .is_none_or(|last| last.to_string() != err.to_string());
+                if changed {
+                    tracing::error!(
+                        session = %self.session_id,
+                        unwritten = self.unwritten_events(),
+                        "session log not written; events are kept and not notified until a write succeeds: {err}"
+                    );
+                }
+                self.write_error = Some(err);
+            }
+        }
+    }
+
+    /// Notifies the events the writer has just written (the first
+    /// `handed` of `unwritten`) and the status transitions among and right
+    /// after them.
+    fn notify_written(&mut self) {
+        while let Some(entry) = self.unwritten.front() {
+            match entry {
+                Unwritten::Event(_) if self.handed == 0 => break,
+                Unwritten::Event(raw) => {
+                    if let Some(observer) = &self.observer {
+                        observer.on_event(&self.session_id, raw);
+                    }
+                    self.handed -= 1;
+                }
+                Unwritten::Status(status) => {
+                    if let Some(observer) = &self.observer {
+                        observer.on_status(&self.session_id, *status);
+                    }
+                }
+            }
+            self.unwritten.pop_front();
+        }
+    }
+}
+
+/// Buffers in `writer` the events of `unwritten` after the first `handed`
+/// (which it already holds), counting each one it accepts.
+fn hand_over(
+    writer: &mut SessionWriter,
+    unwritten: &VecDeque<Unwritten>,
+    handed: &mut usize,
+) -> Result<(), StoreError> {
+    let events = unwritten.iter().filter_map(|entry| match entry {
+        Unwritten::Event(raw) => Some(raw),
+        Unwritten::Status(_) => None,
+    });
+    for raw in events.skip(*handed) {
+        writer.append_raw(raw)?;
+        *handed += 1;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -233,5 +362,136 @@ mod tests {
             "{}",
             got[2]
         );
+    }
+
+    /// Records, for every notified event, its seq and whether the log on
+    /// disk held it at that moment.
+    struct DiskCheck {
+        location: crate::store::SessionLocation,
+        seen: Mutex<Vec<String>>,
+    }
+
+    impl EventObserver for DiskCheck {
+        fn on_event(&self, _session_id: &str, event: &RawValue) {
+            let value: serde_json::Value = serde_json::from_str(event.get()).unwrap_or_default();
+            let seq = value["seq"].as_u64().unwrap_or(u64::MAX);
+            let stored = crate::store::SessionReader::read(&self.location)
+                .map(|s| {
+                    s.events
+                        .iter()
+                        .any(|e| e.seq == seq && e.kind == value["type"])
+                })
+                .unwrap_or(false);
+            if let Ok(mut v) = self.seen.lock() {
+                v.push(format!("{seq} {stored}"));
+            }
+        }
+        fn on_status(&self, _session_id: &str, status: SessionStatus) {
+            if let Ok(mut v) = self.seen.lock() {
+                v.push(format!("{status:?}"));
+            }
+        }
+    }
+
+    fn logged(home: &std::path::Path) -> (EventLog, Arc<DiskCheck>) {
+        use crate::store::{Encoding, SessionHeader, SessionStore, SessionWriter};
+        let store = SessionStore::new(home);
+        let header = SessionHeader::root("s", 1, Some("/ws".to_owned()));
+        let writer = SessionWriter::create(&store, &header, Encoding::Zstd)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let check = Arc::new(DiskCheck {
+            location: writer.location().clone(),
+            seen: Mutex::default(),
+        });
+        let log =
+            EventLog::new("s", Some(check.clone() as Arc<dyn EventObserver>)).with_writer(writer);
+        (log, check)
+    }
+
+    fn seen(check: &DiskCheck) -> Vec<String> {
+        check.seen.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    #[test]
+    fn every_event_is_on_disk_before_it_is_notified() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (mut log, check) = logged(home.path());
+        // None of these settles anything: today's barriers would not write them.
+        for kind in ["turn/start", "step/start", "job/registered", "tool/call"] {
+            assert!(log.append(EventDraft::new(kind, &json!({}))).is_ok());
+        }
+        assert_eq!(seen(&check), ["0 true", "1 true", "2 true", "3 true"]);
+        assert!(log.write_error().is_none());
+        assert_eq!(log.unwritten_events(), 0);
+    }
+
+    #[test]
+    fn a_failed_write_holds_back_that_event_and_everything_after_it() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (mut log, check) = logged(home.path());
+        assert!(
+            log.append(EventDraft::new("turn/start", &json!({})))
+                .is_ok()
+        );
+        if let Some(writer) = log.writer.as_mut() {
+            writer.failing_writes = 3;
+        }
+        assert!(
+            log.append(EventDraft::new("job/registered", &json!({})))
+                .is_ok()
+        );
+        log.status(SessionStatus::Running);
+        assert!(log.append(EventDraft::new("tool/call", &json!({}))).is_ok());
+        log.flush(); // a barrier retries, and fails too
+        assert_eq!(seen(&check), ["0 true"], "nothing unwritten is notified");
+        assert_eq!(log.unwritten_events(), 2);
+        let error = log
+            .write_error()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(error.contains("No space left on device"), "{error}");
+        // The next write succeeds: everything goes out in order.
+        assert!(
+            log.append(EventDraft::new("tool/result", &json!({})))
+                .is_ok()
+        );
+        assert_eq!(
+            seen(&check),
+            ["0 true", "1 true", "Running", "2 true", "3 true"]
+        );
+        assert!(log.write_error().is_none());
+        assert_eq!(log.unwritten_events(), 0);
+        log.status(SessionStatus::Idle);
+        assert_eq!(seen(&check).last().map(String::as_str), Some("Idle"));
+    }
+
+    #[test]
+    fn a_barrier_writes_and_notifies_what_a_failed_write_held_back() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (mut log, check) = logged(home.path());
+        assert!(
+            log.append(EventDraft::new("turn/start", &json!({})))
+                .is_ok()
+        );
+        if let Some(writer) = log.writer.as_mut() {
+            writer.failing_writes = 1;
+        }
+        assert!(
+            log.append(EventDraft::new("job/registered", &json!({})))
+                .is_ok()
+        );
+        log.status(SessionStatus::Idle);
+        assert_eq!(seen(&check), ["0 true"]);
+        log.sync();
+        assert_eq!(seen(&check), ["0 true", "1 true", "Idle"]);
+        let stored = log
+            .writer
+            .as_ref()
+            .map(|w| crate::store::SessionReader::read(w.location()));
+        let seqs: Vec<u64> = match stored {
+            Some(Ok(stored)) => stored.events.iter().map(|e| e.seq).collect(),
+            _ => Vec::new(),
+        };
+        assert_eq!(seqs, [0, 1]);
     }
 }

@@ -413,12 +413,13 @@ fn a_stale_read_is_refused() {
 
 /// Truncates the log at every byte offset inside its last batch, reads it,
 /// reopens it for appending, appends two events and reads it again.
-fn torn_tails(encoding: Encoding) {
+/// Cuts the log written in `batches` at every offset of its last batch.
+fn torn_tails(encoding: Encoding, batches: &[usize]) {
     let home = temp();
     let store = SessionStore::new(home.path());
-    let (location, before_last, count) = write_session(&store, "torn", encoding, &[4, 3, 5]);
+    let (location, before_last, count) = write_session(&store, "torn", encoding, batches);
     let original = fs::read(&location.file).unwrap_or_else(|e| panic!("{e}"));
-    let earlier = count - 5;
+    let earlier = count - batches.last().copied().unwrap_or_default() as u64;
     let mut salvaged_some = false;
     for cut in before_last..original.len() as u64 {
         let cut_len = usize::try_from(cut).unwrap_or_default();
@@ -455,12 +456,20 @@ fn torn_tails(encoding: Encoding) {
 
 #[test]
 fn torn_zstd_tails_at_every_offset() {
-    torn_tails(Encoding::Zstd);
+    torn_tails(Encoding::Zstd, &[4, 3, 5]);
 }
 
 #[test]
 fn torn_plain_tails_at_every_offset() {
-    torn_tails(Encoding::Plain);
+    torn_tails(Encoding::Plain, &[4, 3, 5]);
+}
+
+/// The event log writes one batch, so one zstd frame, per event.
+#[test]
+fn torn_tails_of_one_frame_per_event_logs() {
+    let one_each = [1; 12];
+    torn_tails(Encoding::Zstd, &one_each);
+    torn_tails(Encoding::Plain, &one_each);
 }
 
 #[test]

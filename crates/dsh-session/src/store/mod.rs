@@ -41,6 +41,7 @@
 //! ```
 
 mod claim;
+mod compress;
 mod error;
 mod facts;
 mod fsutil;

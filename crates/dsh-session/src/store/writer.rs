@@ -1,6 +1,7 @@
 //! The one write handle of a session log: [`SessionWriter`].
 
 use super::claim::{Claim, claim};
+use super::compress;
 use super::error::StoreError;
 use super::fsutil::{create_temp, sync_data, sync_dir};
 use super::header::{FORMAT_VERSION, SessionHeader};
@@ -15,8 +16,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// zstd level of written frames (the library default).
-const ZSTD_LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
+/// A buffer whose capacity grew past this (a large batch) is given back
+/// after its batch is written, so an idle session keeps no large buffer.
+const KEEP_CAPACITY: usize = 1024;
 
 /// The one write handle of a session log.
 ///
@@ -72,15 +74,18 @@ const ZSTD_LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
 /// returns: the events survive the process being killed, not a machine
 /// crash. [`sync`](SessionWriter::sync) flushes and then `fdatasync`s the log
 /// (and, once, `fsync`s the directories whose entries the first flush or a
-/// tail repair created or renamed), which also survives power loss. Flush is
-/// what the flush barriers (before each model request, tool dispatch and
-/// pre-step) call; sync belongs at the few points where losing the tail of a
+/// tail repair created or renamed), which also survives power loss. The
+/// session's [`EventLog`](crate::EventLog) flushes after every event, before
+/// notifying it (one batch, so one zstd frame, per event while writes
+/// succeed); sync belongs at the few points where losing the tail of a
 /// session to a power cut matters more than a few milliseconds (session
-/// disposal, shutdown). Measured with `examples/store_flush_cost.rs` on the
-/// development machine (ext4 on a virtio disk, release build, 500 batches of
-/// 10 events of ≈300 bytes): a flush costs ≈5–8 µs per batch with zstd and
-/// ≈3–5 µs plain, a sync ≈0.2–1.2 ms with either (it varies with the
-/// device), i.e. 25 to 300 times more, all of it the device flush. What a
+/// disposal, shutdown, after a resume repair). Measured with
+/// `examples/store_flush_cost.rs` on the development machine (ext4 on a
+/// virtio disk, release build, events of ≈300 bytes): a flush costs ≈7–9 µs
+/// per batch with zstd whether it holds 1 or 10 events (compressing is most
+/// of it: ≈5 µs per frame) and ≈2–4 µs plain, a sync ≈0.2–1.2 ms with
+/// either (it varies with the device), i.e. 25 to 300 times more, all of it
+/// the device flush. What a
 /// machine crash costs an unsynced log is its end (on Linux file systems in
 /// their default ordered-data modes, appended data reaches the disk before
 /// the size that covers it); a final write cut short is the torn tail the
@@ -97,7 +102,9 @@ pub struct SessionWriter {
     buf: Vec<u8>,
     /// Events in `buf`.
     buffered: usize,
-    compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// Tests: this many writes of the open log fail with `ENOSPC`.
+    #[cfg(test)]
+    pub(crate) failing_writes: usize,
 }
 
 /// Where flushed batches go.
@@ -185,7 +192,8 @@ impl SessionWriter {
             },
             buf,
             buffered: 0,
-            compressor: None,
+            #[cfg(test)]
+            failing_writes: 0,
         })
     }
 
@@ -278,7 +286,8 @@ impl SessionWriter {
             }),
             buf,
             buffered: 0,
-            compressor: None,
+            #[cfg(test)]
+            failing_writes: 0,
         })
     }
 
@@ -390,7 +399,7 @@ impl SessionWriter {
     /// itself). In zstd logs every batch is one frame, and the header line
     /// is always a frame of its own (the official reader requires the first
     /// frame to hold exactly the header line).
-    fn encode(&mut self, header_frame: bool) -> Result<Option<Vec<u8>>, StoreError> {
+    fn encode(&self, header_frame: bool) -> Result<Option<Vec<u8>>, StoreError> {
         if self.location.encoding == Encoding::Plain {
             return Ok(None);
         }
@@ -402,19 +411,11 @@ impl SessionWriter {
         } else {
             0
         };
-        let compressor = match &mut self.compressor {
-            Some(compressor) => compressor,
-            slot => slot.insert(new_compressor(&self.location.file)?),
-        };
         let mut out = Vec::new();
         for part in [&self.buf[..split], &self.buf[split..]] {
-            if part.is_empty() {
-                continue;
+            if !part.is_empty() {
+                out.extend_from_slice(&compress::frame(part, &self.location.file)?);
             }
-            let frame = compressor
-                .compress(part)
-                .map_err(|e| StoreError::io("compress a batch for", &self.location.file, e))?;
-            out.extend_from_slice(&frame);
         }
         Ok(Some(out))
     }
@@ -460,13 +461,31 @@ impl SessionWriter {
             len,
             unsynced_dirs,
         });
-        self.buf.clear();
-        self.buffered = 0;
+        self.written();
         Ok(())
+    }
+
+    /// Empties the buffer after its batch was written, giving back the
+    /// memory of a large batch.
+    fn written(&mut self) {
+        self.buf.clear();
+        if self.buf.capacity() > KEEP_CAPACITY {
+            self.buf = Vec::new();
+        }
+        self.buffered = 0;
     }
 
     /// Appends the buffered batch to the open log.
     fn write_batch(&mut self) -> Result<(), StoreError> {
+        #[cfg(test)]
+        if self.failing_writes > 0 {
+            self.failing_writes -= 1;
+            return Err(StoreError::io(
+                "write",
+                &self.location.file,
+                io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error()),
+            ));
+        }
         let encoded = self.encode(false)?;
         let bytes = encoded.as_deref().unwrap_or(&self.buf);
         let Sink::Open(log) = &mut self.sink else {
@@ -475,8 +494,7 @@ impl SessionWriter {
         match log.file.write_all(bytes) {
             Ok(()) => {
                 log.len += bytes.len() as u64;
-                self.buf.clear();
-                self.buffered = 0;
+                self.written();
                 Ok(())
             }
             Err(err) => {
@@ -507,16 +525,6 @@ impl Drop for SessionWriter {
             claim.abandon(&store, &self.location);
         }
     }
-}
-
-/// A zstd compressor for batch frames (level 3, content checksum).
-fn new_compressor(file: &Path) -> Result<zstd::bulk::Compressor<'static>, StoreError> {
-    let mut compressor = zstd::bulk::Compressor::new(ZSTD_LEVEL)
-        .map_err(|e| StoreError::io("start compressing", file, e))?;
-    compressor
-        .set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))
-        .map_err(|e| StoreError::io("start compressing", file, e))?;
-    Ok(compressor)
 }
 
 /// `<file>.tmp` beside `file`.
@@ -552,9 +560,7 @@ fn rewrite_tail(location: &SessionLocation, keep: u64, salvaged: &[u8]) -> Resul
                 file: location.file.clone(),
             });
         }
-        let frame = new_compressor(&location.file)?
-            .compress(salvaged)
-            .map_err(|e| StoreError::io("compress a batch for", &location.file, e))?;
+        let frame = compress::frame(salvaged, &location.file)?;
         out.write_all(&frame)
             .map_err(|e| StoreError::io("write", &temp, e))?;
         sync_data(&out, &temp)?;
