@@ -22,7 +22,7 @@ mod record;
 mod registry;
 mod retry;
 mod route;
-mod sse;
+pub mod sse;
 
 pub mod deepseek;
 pub mod openai;
