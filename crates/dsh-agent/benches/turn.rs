@@ -37,6 +37,7 @@ fn new_agent(observer: &Arc<CountingObserver>) -> Agent {
         openai_base_url: None,
         openai_api_key: None,
         idle_timeout: Duration::from_secs(60),
+        limits: dsh_llm::ReplyLimits::default(),
     };
     let provider = ProviderRegistry::new(env)
         .mount(&route)

@@ -5,7 +5,10 @@ use crate::cli::Cli;
 use crate::headless::{HEADLESS, HeadlessArgs};
 use clap::Parser;
 use dsh_agent::{PermissionMode, Profile, ProfileKind};
-use dsh_llm::{DEFAULT_IDLE_TIMEOUT, ProviderEnv, ProviderRegistry, RetryPolicy};
+use dsh_llm::{
+    DEFAULT_ERROR_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, ERROR_BODY_BYTES_VAR, ProviderEnv,
+    ProviderRegistry, REPLY_BYTES_VAR, ReplyLimits, RetryPolicy,
+};
 use dsh_server::ServerConfig;
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{
@@ -55,6 +58,14 @@ pub enum LaunchError {
     /// A numeric setting is not a number.
     #[error("dsh: {name} must be a whole number of milliseconds, got \"{value}\"")]
     NotMillis {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// A size setting is not a number.
+    #[error("dsh: {name} must be a whole number of bytes, got \"{value}\"")]
+    NotBytes {
         /// The variable.
         name: &'static str,
         /// Its value.
@@ -214,6 +225,12 @@ impl Launch {
             idle_timeout: env
                 .millis("DSH_STREAM_IDLE_TIMEOUT_MS")?
                 .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_millis),
+            limits: ReplyLimits {
+                reply_bytes: env.bytes(REPLY_BYTES_VAR)?,
+                error_body_bytes: env
+                    .bytes(ERROR_BODY_BYTES_VAR)?
+                    .unwrap_or(DEFAULT_ERROR_BODY_BYTES),
+            },
         };
         let defaults = RetryPolicy::default();
         let retry = RetryPolicy {
@@ -305,6 +322,17 @@ impl LaunchEnv {
     }
 
     /// A millisecond setting.
+    fn bytes(&self, name: &'static str) -> Result<Option<u64>, LaunchError> {
+        self.get(name)
+            .map(|value| {
+                value
+                    .trim()
+                    .parse()
+                    .map_err(|_| LaunchError::NotBytes { name, value })
+            })
+            .transpose()
+    }
+
     fn millis(&self, name: &'static str) -> Result<Option<u64>, LaunchError> {
         self.get(name)
             .map(|value| {
