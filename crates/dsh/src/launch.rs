@@ -126,6 +126,8 @@ struct SandboxSettings {
     /// `DSH_WEB_FETCH_PRIVATE`: `allow` or `deny`; by default denied
     /// exactly when the sandbox network is off.
     web_private_addresses: bool,
+    /// `DSH_WEB_FETCH_MAX_BYTES`: most bytes of a fetched body read.
+    web_max_bytes: Option<u64>,
 }
 
 impl SandboxSettings {
@@ -148,6 +150,7 @@ impl SandboxSettings {
             network,
             hidden_env: HiddenEnv::with_extra(&env.get("DSH_SANDBOX_ENV_DENY").unwrap_or_default()),
             web_private_addresses,
+            web_max_bytes: env.bytes("DSH_WEB_FETCH_MAX_BYTES")?,
         })
     }
 }
@@ -276,6 +279,9 @@ impl Launch {
             .with_hidden_env(self.sandbox.hidden_env);
         let mut tools_config = ToolsConfig::new(home.join("tool-output")).with_sandbox(sandbox);
         tools_config.web_private_addresses = self.sandbox.web_private_addresses;
+        if let Some(bytes) = self.sandbox.web_max_bytes {
+            tools_config.web_max_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        }
         let (encoding, tools) = match self.profile.kind {
             ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),
             ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),
