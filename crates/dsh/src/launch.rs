@@ -128,6 +128,8 @@ struct SandboxSettings {
     web_private_addresses: bool,
     /// `DSH_WEB_FETCH_MAX_BYTES`: most bytes of a fetched body read.
     web_max_bytes: Option<u64>,
+    /// `DSH_WEB_FETCH_TIMEOUT_MS`: the time limit of one fetch.
+    web_timeout_ms: Option<u64>,
 }
 
 impl SandboxSettings {
@@ -151,6 +153,7 @@ impl SandboxSettings {
             hidden_env: HiddenEnv::with_extra(&env.get("DSH_SANDBOX_ENV_DENY").unwrap_or_default()),
             web_private_addresses,
             web_max_bytes: env.bytes("DSH_WEB_FETCH_MAX_BYTES")?,
+            web_timeout_ms: env.millis("DSH_WEB_FETCH_TIMEOUT_MS")?,
         })
     }
 }
@@ -281,6 +284,9 @@ impl Launch {
         tools_config.web_private_addresses = self.sandbox.web_private_addresses;
         if let Some(bytes) = self.sandbox.web_max_bytes {
             tools_config.web_max_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        }
+        if let Some(ms) = self.sandbox.web_timeout_ms {
+            tools_config.web_timeout = Duration::from_millis(ms);
         }
         let (encoding, tools) = match self.profile.kind {
             ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),

@@ -58,7 +58,7 @@ impl TypedTool for WebFetch {
             match tokio::time::timeout(limit, fetch(&url, &self.config)).await {
                 Ok(out) => out,
                 Err(_) => ToolOutput::failure(format!(
-                    "Error: fetching {} gave no result within {} ms (the web_fetch time limit).",
+                    "Error: fetching {} gave no result within {} ms (the web_fetch time limit; DSH_WEB_FETCH_TIMEOUT_MS).",
                     url.trim(),
                     limit.as_millis()
                 )),
