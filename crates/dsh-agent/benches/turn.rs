@@ -46,6 +46,7 @@ fn new_agent(observer: &Arc<CountingObserver>, store: Option<&SessionStore>) -> 
         openai_base_url: None,
         openai_api_key: None,
         idle_timeout: Duration::from_secs(60),
+        limits: dsh_llm::ReplyLimits::default(),
     };
     let provider = ProviderRegistry::new(env)
         .mount(&route)

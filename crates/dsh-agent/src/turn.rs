@@ -280,14 +280,14 @@ async fn attempt(inner: &Inner, request: ModelRequest) -> (Value, Settled) {
     let mut recorder = StreamRecorder::new();
     let mut accumulator = Accumulator::new();
     while let Some(chunk) = rx.recv().await {
-        recorder.push(now_ms(), &chunk);
         accumulator.push(&chunk);
+        recorder.push(now_ms(), chunk);
         if accumulator.finished() {
             break;
         }
     }
     (
-        recorder.to_value(),
+        recorder.into_value(),
         accumulator.settle(inner.provider.name()),
     )
 }

@@ -14,8 +14,14 @@
 //! `cut: true` ends the body cleanly after the first delta (the reply never
 //! finishes); `reset: true` breaks the connection there instead; `stall_ms`
 //! pauses after the first delta; `delay_ms` delays the response headers.
+//! `hostile` replies attack the client: `endless-text` (a stream of text
+//! deltas that never ends), `endless-error-body` (an HTTP 500 whose body
+//! never ends), `huge-delta {bytes}` (one text delta of that size) and
+//! `huge-tool-call {name, arguments, field, bytes}` (one tool call whose
+//! `field` argument is that large).
 //! Every request is recorded (API keys redacted to their length).
 
+mod hostile;
 mod render;
 
 use bytes::Bytes;
@@ -174,9 +180,12 @@ async fn handle(
         .and_then(Value::as_str)
         .unwrap_or("fake")
         .to_owned();
+    if let Some(hostile) = &reply.hostile {
+        return Ok(hostile::response(protocol, hostile, &model));
+    }
     let input_tokens = u64::try_from(bytes.len() / 4).unwrap_or(u64::MAX);
     let events = render::events(protocol, &reply, &model, input_tokens);
-    Ok(stream_response(
+    Ok(stream_frames(
         events,
         reply.stall_ms,
         reply.cut,
@@ -201,7 +210,7 @@ fn full(text: String) -> Body {
 }
 
 /// Streams SSE frames; after the first delta frame, stalls and/or cuts.
-fn stream_response(
+fn stream_frames(
     frames: Vec<render::Frame>,
     stall_ms: Option<u64>,
     cut: bool,

@@ -38,6 +38,7 @@ fn env(base: &str, key: Option<&str>) -> ProviderEnv {
         openai_base_url: Some(format!("{base}/v1")),
         openai_api_key: key.map(Into::into),
         idle_timeout: Duration::from_millis(500),
+        limits: dsh_llm::ReplyLimits::default(),
     }
 }
 

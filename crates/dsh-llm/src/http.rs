@@ -2,7 +2,7 @@
 //! HTTP errors and transport problems, and streaming with an idle timeout.
 
 use crate::sse::{SseDecoder, SseEvent};
-use crate::{ChunkSender, LlmFailure, Millis, StreamChunk};
+use crate::{ChunkSender, LlmFailure, Millis, ReplyCap, ReplyLimits, StreamChunk};
 use futures_util::StreamExt;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -177,20 +177,34 @@ fn delay_seconds(value: &str) -> Option<f64> {
         .flatten()
 }
 
+/// How one streamed request is bounded.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// A silence this long fails with `TIMEOUT`.
+    pub idle: Duration,
+    /// The size caps.
+    pub limits: ReplyLimits,
+    /// The request's `max_tokens` (the reply cap derives from it).
+    pub max_tokens: u64,
+}
+
 /// One streamed model request: sends `request` (an answer must start
-/// within `idle`), maps a non-2xx answer to its failure, and feeds each SSE
-/// event of a 2xx answer to `translate`, forwarding its chunks to `out`,
-/// until `translate` reports the end of the reply. A body that ends first
-/// fails with `closed()`. A dropped receiver (an aborted attempt) stops the
-/// stream quietly.
+/// within `bounds.idle`), maps a non-2xx answer to its failure (reading at
+/// most `error_body_bytes` of its body), and feeds each SSE event of a 2xx
+/// answer to `translate`, forwarding its chunks to `out`, until `translate`
+/// reports the end of the reply. A body that ends first fails with
+/// `closed()`; a body larger than the reply cap fails with
+/// `MALFORMED_RESPONSE` as soon as it passes it. A dropped receiver (an
+/// aborted attempt) stops the stream quietly.
 pub async fn stream_chunks(
     label: &str,
     request: reqwest::RequestBuilder,
-    idle: Duration,
+    bounds: Bounds,
     out: &ChunkSender,
     mut translate: impl FnMut(&SseEvent) -> Result<(Vec<StreamChunk>, bool), LlmFailure>,
     closed: impl FnOnce() -> LlmFailure,
 ) -> Result<(), LlmFailure> {
+    let idle = bounds.idle;
     let response = match tokio::time::timeout(idle, request.send()).await {
         Err(_) => {
             let ms = idle.as_millis();
@@ -205,24 +219,33 @@ pub async fn stream_chunks(
     if !response.status().is_success() {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let body = match tokio::time::timeout(idle, response.bytes()).await {
-            Ok(Ok(bytes)) => bytes.to_vec(),
-            _ => Vec::new(),
-        };
+        let bound = bounds.limits.error_body_bytes;
+        let body = tokio::time::timeout(idle, read_bounded(response, bound))
+            .await
+            .unwrap_or_default();
+        if u64::try_from(body.len()).unwrap_or(u64::MAX) > bound {
+            tracing::warn!(
+                "{label}: HTTP {status} error body longer than {bound} bytes ({}); the rest was not read",
+                crate::ERROR_BODY_BYTES_VAR
+            );
+        }
         return Err(http_failure(status, &headers, &body));
     }
     let mut failure = None;
     let mut done = false;
     let mut delivered = true;
-    read_sse(label, response, idle, |event| match translate(&event) {
-        Ok((chunks, end)) => {
-            delivered = chunks.into_iter().all(|chunk| out.send(chunk).is_ok());
-            done = end;
-            delivered && !done
-        }
-        Err(f) => {
-            failure = Some(f);
-            false
+    let cap = bounds.limits.reply_cap(bounds.max_tokens);
+    read_sse(label, response, idle, cap, |event| {
+        match translate(&event) {
+            Ok((chunks, end)) => {
+                delivered = chunks.into_iter().all(|chunk| out.send(chunk).is_ok());
+                done = end;
+                delivered && !done
+            }
+            Err(f) => {
+                failure = Some(f);
+                false
+            }
         }
     })
     .await?;
@@ -233,18 +256,36 @@ pub async fn stream_chunks(
     }
 }
 
+/// Reads at most `bound` bytes of a body, plus the rest of the chunk that
+/// passes it (so a longer body is recognisable); a broken body ends the
+/// read with what arrived.
+async fn read_bounded(response: reqwest::Response, bound: u64) -> Vec<u8> {
+    let mut body = response.bytes_stream();
+    let mut read = Vec::new();
+    while u64::try_from(read.len()).unwrap_or(u64::MAX) <= bound {
+        match body.next().await {
+            Some(Ok(bytes)) => read.extend_from_slice(&bytes),
+            Some(Err(_)) | None => break,
+        }
+    }
+    read
+}
+
 /// Reads an SSE response, calling `on_event` for each event until it
 /// returns `false`. Fails with `TIMEOUT` when no bytes arrive for `idle`,
-/// with `TRANSPORT` when the connection breaks; returns `Ok(())` at the end
-/// of the body (the caller decides whether the stream was complete).
+/// with `TRANSPORT` when the connection breaks, with `MALFORMED_RESPONSE`
+/// when the body grows past `cap`; returns `Ok(())` at the end of the body
+/// (the caller decides whether the stream was complete).
 async fn read_sse(
     label: &str,
     response: reqwest::Response,
     idle: Duration,
+    cap: ReplyCap,
     mut on_event: impl FnMut(SseEvent) -> bool,
 ) -> Result<(), LlmFailure> {
     let mut decoder = SseDecoder::new();
     let mut body = response.bytes_stream();
+    let mut received = 0u64;
     loop {
         let next = tokio::time::timeout(idle, body.next()).await.map_err(|_| {
             LlmFailure::new(
@@ -262,6 +303,10 @@ async fn read_sse(
             // body that simply ends is judged by the caller.
             Some(Err(err)) => return Err(transport_failure(label, &err)),
         };
+        received = received.saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+        if received > cap.bytes {
+            return Err(cap.exceeded(label));
+        }
         for event in decoder.push(&bytes) {
             if !on_event(event) {
                 return Ok(());

@@ -17,12 +17,13 @@ mod attachments;
 mod chunk;
 mod failure;
 mod http;
+mod limits;
 mod provider;
 mod record;
 mod registry;
 mod retry;
 mod route;
-mod sse;
+pub mod sse;
 
 pub mod deepseek;
 pub mod openai;
@@ -33,6 +34,10 @@ pub use attachments::{AdmitError, AttachmentStore};
 pub use chunk::{BlockType, FinishReason, StreamChunk, Usage};
 pub use failure::{LlmFailure, Millis};
 pub use http::DEFAULT_IDLE_TIMEOUT;
+pub use limits::{
+    BYTES_PER_TOKEN, DEFAULT_ERROR_BODY_BYTES, ERROR_BODY_BYTES_VAR, REPLY_BYTES_VAR, REPLY_MARGIN,
+    ReplyCap, ReplyLimits,
+};
 pub use provider::{ChunkSender, ModelRequest, Provider, ToolSpec};
 pub use record::StreamRecorder;
 pub use registry::{ProviderEnv, ProviderRegistry, RouteError};

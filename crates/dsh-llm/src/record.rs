@@ -1,9 +1,8 @@
 use crate::StreamChunk;
-use serde::Serialize;
+use serde_json::{Map, Value, json};
 
 /// One record of the durable `stream` array.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq)]
 enum Record {
     Chunk {
         time: u64,
@@ -16,21 +15,18 @@ enum Record {
         index: u32,
         dt: Vec<u64>,
         id: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
         name: Option<String>,
         args: Vec<String>,
-        #[serde(skip)]
         last: u64,
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 struct Deltas {
     time0: u64,
     index: u32,
     dt: Vec<u64>,
     texts: Vec<String>,
-    #[serde(skip)]
     last: u64,
 }
 
@@ -71,22 +67,21 @@ impl StreamRecorder {
         Self::default()
     }
 
-    /// Records one chunk received at `time` (epoch ms).
-    pub fn push(&mut self, time: u64, chunk: &StreamChunk) {
+    /// Records one chunk received at `time` (epoch ms). The chunk is kept,
+    /// not copied: its text moves into the record.
+    pub fn push(&mut self, time: u64, chunk: StreamChunk) {
         match chunk {
             StreamChunk::TextDelta { index, text } => match self.records.last_mut() {
-                Some(Record::TextChunks(d)) if d.index == *index => d.push(time, text.clone()),
+                Some(Record::TextChunks(d)) if d.index == index => d.push(time, text),
                 _ => self
                     .records
-                    .push(Record::TextChunks(Deltas::new(time, *index, text.clone()))),
+                    .push(Record::TextChunks(Deltas::new(time, index, text))),
             },
             StreamChunk::ReasoningDelta { index, text } => match self.records.last_mut() {
-                Some(Record::ReasoningChunks(d)) if d.index == *index => d.push(time, text.clone()),
-                _ => self.records.push(Record::ReasoningChunks(Deltas::new(
-                    time,
-                    *index,
-                    text.clone(),
-                ))),
+                Some(Record::ReasoningChunks(d)) if d.index == index => d.push(time, text),
+                _ => self
+                    .records
+                    .push(Record::ReasoningChunks(Deltas::new(time, index, text))),
             },
             StreamChunk::ToolCallDelta {
                 index,
@@ -104,34 +99,72 @@ impl StreamRecorder {
                         last,
                         ..
                     }) = self.records.last_mut()
-                    && i == index
-                    && last_id == id
+                    && *i == index
+                    && *last_id == id
                 {
                     dt.push(time.saturating_sub(*last));
                     *last = time;
-                    args.push(arguments_delta.clone());
+                    args.push(arguments_delta);
                     return;
                 }
                 self.records.push(Record::ToolCallChunks {
                     time0: time,
-                    index: *index,
+                    index,
                     dt: Vec::new(),
-                    id: id.clone(),
-                    name: name.clone(),
-                    args: vec![arguments_delta.clone()],
+                    id,
+                    name,
+                    args: vec![arguments_delta],
                     last: time,
                 });
             }
-            other => self.records.push(Record::Chunk {
-                time,
-                chunk: other.clone(),
-            }),
+            other => self.records.push(Record::Chunk { time, chunk: other }),
         }
     }
 
-    /// The records as JSON values, in order.
-    pub fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(&self.records).unwrap_or_else(|_| serde_json::Value::Array(Vec::new()))
+    /// The records as JSON values, in order; their texts move into the
+    /// values (nothing is serialised twice).
+    pub fn into_value(self) -> Value {
+        Value::Array(self.records.into_iter().map(Record::into_value).collect())
+    }
+}
+
+impl Record {
+    fn into_value(self) -> Value {
+        let strings =
+            |texts: Vec<String>| Value::Array(texts.into_iter().map(Value::String).collect());
+        let deltas = |kind: &str, d: Deltas| json!({"type": kind, "time0": d.time0, "index": d.index, "dt": d.dt, "texts": strings(d.texts)});
+        match self {
+            Record::Chunk {
+                time,
+                chunk: StreamChunk::BlockEnd { index, block },
+            } => {
+                json!({"type": "chunk", "time": time, "chunk": {"type": "block-end", "index": index, "block": block}})
+            }
+            Record::Chunk { time, chunk } => json!({"type": "chunk", "time": time, "chunk": chunk}),
+            Record::TextChunks(d) => deltas("text-chunks", d),
+            Record::ReasoningChunks(d) => deltas("reasoning-chunks", d),
+            Record::ToolCallChunks {
+                time0,
+                index,
+                dt,
+                id,
+                name,
+                args,
+                ..
+            } => {
+                let mut record = Map::new();
+                record.insert("type".into(), json!("tool-call-chunks"));
+                record.insert("time0".into(), json!(time0));
+                record.insert("index".into(), json!(index));
+                record.insert("dt".into(), json!(dt));
+                record.insert("id".into(), Value::String(id));
+                if let Some(name) = name {
+                    record.insert("name".into(), Value::String(name));
+                }
+                record.insert("args".into(), strings(args));
+                Value::Object(record)
+            }
+        }
     }
 }
 
@@ -146,42 +179,42 @@ mod tests {
         let mut r = StreamRecorder::new();
         r.push(
             10,
-            &StreamChunk::BlockStart {
+            StreamChunk::BlockStart {
                 index: 0,
                 block_type: BlockType::Text,
             },
         );
         r.push(
             10,
-            &StreamChunk::TextDelta {
+            StreamChunk::TextDelta {
                 index: 0,
                 text: "Hel".into(),
             },
         );
         r.push(
             11,
-            &StreamChunk::TextDelta {
+            StreamChunk::TextDelta {
                 index: 0,
                 text: "lo".into(),
             },
         );
         r.push(
             11,
-            &StreamChunk::TextDelta {
+            StreamChunk::TextDelta {
                 index: 0,
                 text: "!".into(),
             },
         );
         r.push(
             12,
-            &StreamChunk::BlockEnd {
+            StreamChunk::BlockEnd {
                 index: 0,
                 block: json!({"type":"text","text":"Hello!"}),
             },
         );
         r.push(
             12,
-            &StreamChunk::BlockStart {
+            StreamChunk::BlockStart {
                 index: 1,
                 block_type: BlockType::ToolCall,
             },
@@ -192,18 +225,18 @@ mod tests {
             name: name.map(Into::into),
             arguments_delta: args.into(),
         };
-        r.push(12, &delta(Some("bash"), ""));
-        r.push(12, &delta(None, "{\"a\""));
-        r.push(13, &delta(None, ":1}"));
+        r.push(12, delta(Some("bash"), ""));
+        r.push(12, delta(None, "{\"a\""));
+        r.push(13, delta(None, ":1}"));
         r.push(
             13,
-            &StreamChunk::Finish {
+            StreamChunk::Finish {
                 reason: FinishReason::ToolCalls,
                 replay_state: None,
             },
         );
         assert_eq!(
-            r.to_value(),
+            r.into_value(),
             json!([
                 {"type":"chunk","time":10,"chunk":{"type":"block-start","index":0,"blockType":"text"}},
                 {"type":"text-chunks","time0":10,"index":0,"dt":[1,0],"texts":["Hel","lo","!"]},

@@ -3,7 +3,7 @@ use crate::deepseek::{self, DeepSeekConfig, DeepSeekOfficial};
 use crate::http::{self, BaseUrlError};
 use crate::openai::{self, OpenAiCompatible, OpenAiConfig};
 use crate::scripted::{ScenarioError, ScriptedProvider};
-use crate::{EFFORTS, Provider, Route};
+use crate::{EFFORTS, Provider, ReplyLimits, Route};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +67,8 @@ pub struct ProviderEnv {
     pub openai_api_key: Option<String>,
     /// Idle-stream timeout of HTTP providers.
     pub idle_timeout: Duration,
+    /// Size caps on HTTP providers' replies and error bodies.
+    pub limits: ReplyLimits,
 }
 
 /// Mounts providers for routes chosen at `initialize`.
@@ -127,6 +129,7 @@ impl ProviderRegistry {
                     base_url: base(deepseek::NAME, url)?,
                     api_key: self.env.deepseek_api_key.clone(),
                     idle_timeout: self.env.idle_timeout,
+                    limits: self.env.limits,
                     attachments: self.attachments.clone(),
                 };
                 Arc::new(DeepSeekOfficial::new(config, client(deepseek::NAME)?))
@@ -141,6 +144,7 @@ impl ProviderRegistry {
                     base_url: base(openai::NAME, url)?,
                     api_key: self.env.openai_api_key.clone(),
                     idle_timeout: self.env.idle_timeout,
+                    limits: self.env.limits,
                 };
                 Arc::new(OpenAiCompatible::new(config, client(openai::NAME)?))
             }
@@ -161,6 +165,7 @@ mod tests {
             openai_base_url: None,
             openai_api_key: None,
             idle_timeout: Duration::from_secs(1),
+            limits: ReplyLimits::default(),
         })
     }
 

@@ -27,14 +27,15 @@
 //! (useful for truncated JSON under `max_tokens`). `usage: {input_tokens,
 //! output_tokens}` overrides the default estimate (a quarter of the
 //! characters). A request after the last reply fails with code
-//! `SCRIPT_EXHAUSTED`.
+//! `SCRIPT_EXHAUSTED`. `hostile: {kind: …}` (see [`Hostile`]) is for the
+//! fake model server only.
 
 use crate::{
     BlockType, ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk, Usage,
 };
 use dsh_session::{Message, text_of};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -78,7 +79,7 @@ pub struct Scenario {
 }
 
 /// One scripted model reply.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reply {
     /// Shorthand: a text block (after `reasoning`, if both are given).
@@ -112,6 +113,39 @@ pub struct Reply {
     /// Pause this long after the first delta (mid-stream).
     #[serde(default)]
     pub stall_ms: Option<u64>,
+    /// A hostile reply, played only by the fake model server
+    /// (`dsh-fake-model`); the in-process provider fails the attempt
+    /// with `SCRIPT_UNSUPPORTED`.
+    #[serde(default)]
+    pub hostile: Option<Hostile>,
+}
+
+/// A hostile reply of the fake model server (issue 15's provider attacks).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Hostile {
+    /// A 2xx stream of text deltas that never ends.
+    EndlessText,
+    /// An HTTP 500 whose body never ends.
+    EndlessErrorBody,
+    /// One text block sent as a single delta of `bytes` bytes.
+    HugeDelta {
+        /// Size of the delta's text.
+        bytes: u64,
+    },
+    /// One tool call whose arguments are `arguments` with `field` set to a
+    /// string of `bytes` bytes, streamed as two `input_json_delta`s.
+    HugeToolCall {
+        /// The tool called.
+        name: String,
+        /// The other arguments (an object).
+        #[serde(default)]
+        arguments: Map<String, Value>,
+        /// The argument that carries the bulk.
+        field: String,
+        /// Its size in bytes.
+        bytes: u64,
+    },
 }
 
 /// Text given whole or as streamed deltas.
@@ -135,7 +169,7 @@ impl Text {
 
 /// An explicit reply block: a map with exactly one of `text`, `reasoning`
 /// or `tool_call`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Block {
     /// Visible text.
@@ -308,6 +342,7 @@ impl ScriptedProvider {
                 cut: false,
                 reset: false,
                 stall_ms: None,
+                hostile: None,
             }),
             Mode::Script(scenario) => {
                 let mut next = self.next_reply.lock().map_err(|_| {
@@ -357,6 +392,10 @@ impl Provider for ScriptedProvider {
             };
             if let Some(delay) = reply.delay_ms {
                 tokio::time::sleep(Duration::from_millis(delay)).await;
+            }
+            if reply.hostile.is_some() {
+                let message = format!("{NAME}: hostile replies are played only by dsh-fake-model");
+                return finish_error(&out, LlmFailure::new("SCRIPT_UNSUPPORTED", message));
             }
             let mut first_delta = true;
             for chunk in chunks(&reply, &model, input_estimate) {

@@ -4,6 +4,15 @@
 //! `event:` and `data:` fields (one optional space after the colon), comment
 //! lines ignored, an event dispatched at each blank line. Multi-line data is
 //! joined with `\n`.
+//!
+//! Linear in its input however the bytes are split: each byte is searched
+//! for a line end once, only an unfinished line is buffered (so nothing is
+//! ever removed from the front of a buffer), and a line reaches its event's
+//! data in at most one copy (a buffered `data:` line none, it becomes the
+//! data).
+
+/// A drained line buffer larger than this gives its memory back.
+const KEEP_CAPACITY: usize = 1 << 16;
 
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -17,7 +26,8 @@ pub struct SseEvent {
 /// Incremental SSE decoder.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
-    buffer: Vec<u8>,
+    /// The unfinished last line (never holds a `\n`).
+    partial: Vec<u8>,
     event: Option<String>,
     data: Option<String>,
 }
@@ -30,22 +40,56 @@ impl SseDecoder {
 
     /// Feeds bytes; returns the events completed by them.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
-            let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if let Some(event) = self.line(&String::from_utf8_lossy(&line)) {
-                events.push(event);
-            }
+        let mut rest = bytes;
+        if !self.partial.is_empty() {
+            let Some(end) = memchr::memchr(b'\n', rest) else {
+                self.partial.extend_from_slice(rest);
+                return events;
+            };
+            self.partial.extend_from_slice(&rest[..end]);
+            rest = &rest[end + 1..];
+            let line = std::mem::take(&mut self.partial);
+            events.extend(self.owned_line(line));
         }
+        // Lines wholly inside `bytes` are read in place.
+        while let Some(end) = memchr::memchr(b'\n', rest) {
+            events.extend(self.line(&rest[..end]));
+            rest = &rest[end + 1..];
+        }
+        self.partial.extend_from_slice(rest);
         events
     }
 
-    fn line(&mut self, line: &str) -> Option<SseEvent> {
+    /// A buffered line: a `data:` line starting the event's data becomes
+    /// it without a copy; the buffer is kept for reuse when small.
+    fn owned_line(&mut self, mut line: Vec<u8>) -> Option<SseEvent> {
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if self.data.is_none() && line.starts_with(b"data:") {
+            let skip = if line.get(5) == Some(&b' ') { 6 } else { 5 };
+            line.drain(..skip);
+            self.data = Some(match String::from_utf8(line) {
+                Ok(text) => text,
+                Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
+            });
+            return None;
+        }
+        let event = self.line(&line);
+        if line.capacity() <= KEEP_CAPACITY {
+            line.clear();
+            self.partial = line;
+        }
+        event
+    }
+
+    fn line(&mut self, line: &[u8]) -> Option<SseEvent> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        self.field(&String::from_utf8_lossy(line))
+    }
+
+    fn field(&mut self, line: &str) -> Option<SseEvent> {
         if line.is_empty() {
             let data = self.data.take()?;
             return Some(SseEvent {
@@ -111,15 +155,50 @@ mod properties {
     use super::*;
     use proptest::prelude::*;
 
+    /// Streams made of SSE-like pieces (so that events do occur) mixed
+    /// with arbitrary bytes, invalid UTF-8 and CR/LF included.
+    fn stream() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"data: ".to_vec()),
+            Just(b"data:".to_vec()),
+            Just(b"event: e".to_vec()),
+            Just(b": note".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n\n".to_vec()),
+            Just(vec![0xe2, 0x82]),
+            Just(vec![0xac]),
+            proptest::collection::vec(any::<u8>(), 0..16),
+            "[a-z{}\":]{0,12}".prop_map(String::into_bytes),
+        ];
+        proptest::collection::vec(piece, 0..64).prop_map(|pieces| pieces.concat())
+    }
+
     proptest! {
         #[test]
-        fn decoding_does_not_depend_on_how_bytes_are_split(input in proptest::collection::vec(any::<u8>(), 0..2048), cut in any::<prop::sample::Index>()) {
+        fn decoding_does_not_depend_on_how_bytes_are_split(
+            input in stream(),
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+        ) {
             let mut whole = SseDecoder::new();
             let expected = whole.push(&input);
-            let at = cut.index(input.len() + 1);
+            let mut at: Vec<usize> = cuts.iter().map(|c| c.index(input.len() + 1)).collect();
+            at.sort_unstable();
             let mut split = SseDecoder::new();
-            let mut got = split.push(&input[..at]);
-            got.extend(split.push(&input[at..]));
+            let mut got = Vec::new();
+            let mut from = 0;
+            for to in at.into_iter().chain([input.len()]) {
+                got.extend(split.push(&input[from..to]));
+                from = to;
+            }
+            prop_assert_eq!(got, expected);
+        }
+
+        #[test]
+        fn byte_by_byte_equals_whole(input in stream()) {
+            let expected = SseDecoder::new().push(&input);
+            let mut split = SseDecoder::new();
+            let got: Vec<SseEvent> = input.iter().flat_map(|b| split.push(std::slice::from_ref(b))).collect();
             prop_assert_eq!(got, expected);
         }
     }

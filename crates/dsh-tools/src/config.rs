@@ -14,6 +14,9 @@ pub const DEFAULT_SHELL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default limit of one `web_fetch` request.
 pub const DEFAULT_WEB_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Default bound on the bytes of a `web_fetch` body that are read.
+pub const DEFAULT_WEB_MAX_BYTES: usize = 5 * 1024 * 1024;
+
 /// Settings of a tool set.
 #[derive(Debug, Clone)]
 pub struct ToolsConfig {
@@ -31,6 +34,8 @@ pub struct ToolsConfig {
     /// addresses (true by default, as the official runtime; turned off
     /// with the sandbox network, see [`crate::NetworkAccess`]).
     pub web_private_addresses: bool,
+    /// Most bytes of a `web_fetch` body read (`DSH_WEB_FETCH_MAX_BYTES`).
+    pub web_max_bytes: usize,
 }
 
 impl ToolsConfig {
@@ -44,6 +49,7 @@ impl ToolsConfig {
             shell_timeout: DEFAULT_SHELL_TIMEOUT,
             web_timeout: DEFAULT_WEB_TIMEOUT,
             web_private_addresses: true,
+            web_max_bytes: DEFAULT_WEB_MAX_BYTES,
         }
     }
 

@@ -47,12 +47,15 @@ pub(crate) fn looks_like_html(content_type: &str, body: &str) -> bool {
     start.starts_with("<!doctype html") || start.starts_with("<html")
 }
 
-/// The readable text of an HTML document.
+/// The readable text of an HTML document, in one pass: every byte is
+/// looked at a bounded number of times (a skipped element's closing tag is
+/// searched for from where the last search stopped, an entity's `;` only
+/// within the longest entity), so the time is linear in the page.
 pub(crate) fn to_text(html: &str) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(html.len() / 2);
     let mut rest = html;
     while let Some(open) = rest.find('<') {
-        out.push_str(&decode_entities(&rest[..open]));
+        decode_entities_into(&rest[..open], &mut out);
         rest = &rest[open..];
         if rest.starts_with("<!--") {
             rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
@@ -64,44 +67,57 @@ pub(crate) fn to_text(html: &str) -> String {
         };
         let tag = &rest[1..close];
         rest = &rest[close + 1..];
-        let name: String = tag
-            .trim_start_matches('/')
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .collect::<String>()
-            .to_ascii_lowercase();
-        if !tag.starts_with('/') && SKIPPED.contains(&name.as_str()) {
-            let closing = format!("</{name}");
-            let lower = rest.to_ascii_lowercase();
-            rest = match lower.find(&closing) {
-                Some(at) => {
-                    let after = &rest[at..];
-                    after.find('>').map_or("", |end| &after[end + 1..])
-                }
-                None => "",
-            };
+        let name = tag_name(tag);
+        if !tag.starts_with('/') && SKIPPED.iter().any(|s| s.eq_ignore_ascii_case(name)) {
+            rest = after_closing_tag(rest, name);
             continue;
         }
-        if BLOCKS.contains(&name.as_str()) {
+        if BLOCKS.iter().any(|b| b.eq_ignore_ascii_case(name)) {
             out.push('\n');
-        } else if name == "td" || name == "th" {
+        } else if name.eq_ignore_ascii_case("td") || name.eq_ignore_ascii_case("th") {
             out.push(' ');
         }
     }
-    out.push_str(&decode_entities(rest));
+    decode_entities_into(rest, &mut out);
     squeeze(&out)
 }
 
-fn decode_entities(text: &str) -> String {
-    if !text.contains('&') {
-        return text.to_owned();
+/// The element name of a tag's inside (`/div class=x` → `div`).
+fn tag_name(tag: &str) -> &str {
+    let tag = tag.trim_start_matches('/');
+    let end = tag
+        .bytes()
+        .position(|b| !b.is_ascii_alphanumeric())
+        .unwrap_or(tag.len());
+    &tag[..end]
+}
+
+/// What follows `</name …>` (matched without regard to case), or nothing
+/// when the element is never closed.
+fn after_closing_tag<'a>(rest: &'a str, name: &str) -> &'a str {
+    let mut from = 0;
+    while let Some(at) = memchr::memmem::find(&rest.as_bytes()[from..], b"</") {
+        let start = from + at + 2;
+        let candidate = rest.as_bytes().get(start..start + name.len());
+        if candidate.is_some_and(|c| c.eq_ignore_ascii_case(name.as_bytes())) {
+            let after = &rest[start..];
+            return after.find('>').map_or("", |end| &after[end + 1..]);
+        }
+        from = start;
     }
-    let mut out = String::with_capacity(text.len());
+    ""
+}
+
+/// Longest entity body looked at (`#x10FFFF` and the named ones fit).
+const ENTITY_MAX: usize = 10;
+
+fn decode_entities_into(text: &str, out: &mut String) {
     let mut rest = text;
     while let Some(amp) = rest.find('&') {
         out.push_str(&rest[..amp]);
         rest = &rest[amp..];
-        let end = rest.find(';').filter(|end| *end <= 10);
+        let window = &rest.as_bytes()[..rest.len().min(ENTITY_MAX + 1)];
+        let end = memchr::memchr(b';', window);
         let decoded = end.and_then(|end| entity(&rest[1..end]).map(|c| (c, end)));
         match decoded {
             Some((c, end)) => {
@@ -115,7 +131,6 @@ fn decode_entities(text: &str) -> String {
         }
     }
     out.push_str(rest);
-    out
 }
 
 fn entity(name: &str) -> Option<char> {
@@ -152,4 +167,38 @@ fn squeeze(text: &str) -> String {
         lines.pop();
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_styles_and_tags_are_dropped_case_blind() {
+        let page = "<HTML><Title>T&amp;C</Title><SCRIPT type=x>var a = '</b>';</Script >\
+                    <p>One &lt;two&gt; &#x41;&#66; &bogus; &&</p><style>p{}</STYLE><td>a<td>b\
+                    <!-- gone --><svg><text>no</text></svg>end";
+        assert_eq!(to_text(page), "T&C\n\nOne <two> AB &bogus; &&\na bend");
+    }
+
+    #[test]
+    fn unclosed_constructs_end_the_text() {
+        assert_eq!(to_text("a<script>never closed"), "a");
+        assert_eq!(to_text("a<!-- never closed"), "a");
+        assert_eq!(to_text("a<p never closed"), "a");
+    }
+
+    #[test]
+    fn a_page_of_scripts_keeps_every_text_between_them() {
+        let mut page = String::new();
+        for i in 0..20_000 {
+            page.push_str(&format!("<script>var x{i} = 1;</script>w{i} "));
+        }
+        let text = to_text(&page);
+        assert_eq!(text.split(' ').count(), 20_000);
+        assert!(text.starts_with("w0 w1 ") && text.ends_with("w19999"));
+        assert!(!text.contains("var"));
+        let ampersands = "&".repeat(100_000);
+        assert_eq!(to_text(&ampersands), ampersands);
+    }
 }

@@ -5,7 +5,10 @@ use crate::cli::Cli;
 use crate::headless::{HEADLESS, HeadlessArgs};
 use clap::Parser;
 use dsh_agent::{PermissionMode, Profile, ProfileKind};
-use dsh_llm::{DEFAULT_IDLE_TIMEOUT, ProviderEnv, ProviderRegistry, RetryPolicy};
+use dsh_llm::{
+    DEFAULT_ERROR_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, ERROR_BODY_BYTES_VAR, ProviderEnv,
+    ProviderRegistry, REPLY_BYTES_VAR, ReplyLimits, RetryPolicy,
+};
 use dsh_server::ServerConfig;
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{
@@ -83,6 +86,14 @@ pub enum LaunchError {
         /// Its value.
         value: String,
     },
+    /// A size setting is not a number.
+    #[error("dsh: {name} must be a whole number of bytes, got \"{value}\"")]
+    NotBytes {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// Bad `headless` arguments.
     #[error("{0}")]
     Headless(String),
@@ -138,6 +149,10 @@ struct SandboxSettings {
     /// `DSH_WEB_FETCH_PRIVATE`: `allow` or `deny`; by default denied
     /// exactly when the sandbox network is off.
     web_private_addresses: bool,
+    /// `DSH_WEB_FETCH_MAX_BYTES`: most bytes of a fetched body read.
+    web_max_bytes: Option<u64>,
+    /// `DSH_WEB_FETCH_TIMEOUT_MS`: the time limit of one fetch.
+    web_timeout_ms: Option<u64>,
 }
 
 impl SandboxSettings {
@@ -160,6 +175,8 @@ impl SandboxSettings {
             network,
             hidden_env: HiddenEnv::with_extra(&env.get("DSH_SANDBOX_ENV_DENY").unwrap_or_default()),
             web_private_addresses,
+            web_max_bytes: env.bytes("DSH_WEB_FETCH_MAX_BYTES")?,
+            web_timeout_ms: env.millis("DSH_WEB_FETCH_TIMEOUT_MS")?,
         })
     }
 }
@@ -237,6 +254,12 @@ impl Launch {
             idle_timeout: env
                 .millis("DSH_STREAM_IDLE_TIMEOUT_MS")?
                 .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_millis),
+            limits: ReplyLimits {
+                reply_bytes: env.bytes(REPLY_BYTES_VAR)?,
+                error_body_bytes: env
+                    .bytes(ERROR_BODY_BYTES_VAR)?
+                    .unwrap_or(DEFAULT_ERROR_BODY_BYTES),
+            },
         };
         let defaults = RetryPolicy::default();
         let retry = RetryPolicy {
@@ -282,6 +305,12 @@ impl Launch {
             .with_hidden_env(self.sandbox.hidden_env);
         let mut tools_config = ToolsConfig::new(home.join("tool-output")).with_sandbox(sandbox);
         tools_config.web_private_addresses = self.sandbox.web_private_addresses;
+        if let Some(bytes) = self.sandbox.web_max_bytes {
+            tools_config.web_max_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        }
+        if let Some(ms) = self.sandbox.web_timeout_ms {
+            tools_config.web_timeout = Duration::from_millis(ms);
+        }
         let (encoding, tools) = match self.profile.kind {
             ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),
             ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),
@@ -328,6 +357,17 @@ impl LaunchEnv {
     }
 
     /// A millisecond setting.
+    fn bytes(&self, name: &'static str) -> Result<Option<u64>, LaunchError> {
+        self.get(name)
+            .map(|value| {
+                value
+                    .trim()
+                    .parse()
+                    .map_err(|_| LaunchError::NotBytes { name, value })
+            })
+            .transpose()
+    }
+
     fn millis(&self, name: &'static str) -> Result<Option<u64>, LaunchError> {
         self.get(name)
             .map(|value| {

@@ -12,7 +12,9 @@ mod stream;
 use crate::attachments::AttachmentStore;
 use crate::http;
 use crate::sse::SseEvent;
-use crate::{ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk};
+use crate::{
+    ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, ReplyLimits, StreamChunk,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +33,8 @@ pub struct DeepSeekConfig {
     pub api_key: Option<String>,
     /// A stream silent this long fails with `TIMEOUT`.
     pub idle_timeout: Duration,
+    /// Size caps on replies and error bodies.
+    pub limits: ReplyLimits,
     /// Where prompt images are stored.
     pub attachments: AttachmentStore,
 }
@@ -122,7 +126,7 @@ impl Provider for DeepSeekOfficial {
             let streamed = http::stream_chunks(
                 LABEL,
                 post,
-                config.idle_timeout,
+                bounds(&config, &request),
                 &out,
                 translate,
                 stream::stream_closed,
@@ -131,6 +135,14 @@ impl Provider for DeepSeekOfficial {
                 fail(&out, failure);
             }
         });
+    }
+}
+
+fn bounds(config: &DeepSeekConfig, request: &ModelRequest) -> http::Bounds {
+    http::Bounds {
+        idle: config.idle_timeout,
+        limits: config.limits,
+        max_tokens: request.route.max_tokens(),
     }
 }
 
@@ -172,6 +184,7 @@ mod tests {
             base_url: base.into(),
             api_key: None,
             idle_timeout: Duration::from_secs(1),
+            limits: ReplyLimits::default(),
             attachments: AttachmentStore::new(std::path::Path::new("/nonexistent")),
         };
         assert_eq!(

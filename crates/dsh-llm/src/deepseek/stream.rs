@@ -10,8 +10,13 @@ struct Block {
     kind: BlockType,
     id: String,
     name: String,
+    /// The accumulated text or arguments, moved into the block's
+    /// `block-end` when it closes.
     text: String,
     signature: Option<String>,
+    /// For a closed tool call: whether its arguments are a JSON object
+    /// (checked at `message_stop` unless the reply hit `max_tokens`).
+    arguments_object: bool,
 }
 
 /// Translates one response's SSE events into chunks.
@@ -45,7 +50,7 @@ impl Translator {
 
     /// Chunks for one event; a failure ends the attempt.
     pub fn event(&mut self, event: &SseEvent) -> Result<Vec<StreamChunk>, LlmFailure> {
-        let data: Value = dsh_protocol::lenient::from_str(&event.data).map_err(|e| {
+        let mut data: Value = dsh_protocol::lenient::from_str(&event.data).map_err(|e| {
             LlmFailure::new(
                 "MALFORMED_RESPONSE",
                 format!("{LABEL} sent invalid JSON: {e}"),
@@ -72,7 +77,7 @@ impl Translator {
                 Ok(Vec::new())
             }
             "content_block_start" => self.block_start(&data),
-            "content_block_delta" => self.block_delta(&data),
+            "content_block_delta" => self.block_delta(&mut data),
             "content_block_stop" => self.block_stop(&data),
             "message_delta" => {
                 if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
@@ -152,6 +157,7 @@ impl Translator {
             name: name.clone(),
             text: String::new(),
             signature: None,
+            arguments_object: true,
         });
         let index = chunk_index(local);
         let mut chunks = vec![StreamChunk::BlockStart {
@@ -169,21 +175,21 @@ impl Translator {
         Ok(chunks)
     }
 
-    fn block_delta(&mut self, data: &Value) -> Result<Vec<StreamChunk>, LlmFailure> {
+    fn block_delta(&mut self, data: &mut Value) -> Result<Vec<StreamChunk>, LlmFailure> {
         let local = self.local(data)?;
         let index = chunk_index(local);
-        let delta = data.get("delta").unwrap_or(&Value::Null);
-        let text = |key: &str| {
-            delta
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
+        let mut null = Value::Null;
+        let delta = data.get_mut("delta").unwrap_or(&mut null);
+        let kind = delta.get("type").and_then(Value::as_str).map(str::to_owned);
+        // The fragment is moved out of the parsed event, not copied.
+        let mut text = |key: &str| match delta.get_mut(key).map(Value::take) {
+            Some(Value::String(text)) => text,
+            _ => String::new(),
         };
         let Some(block) = self.blocks.get_mut(local) else {
             return Err(malformed("unknown block"));
         };
-        let chunk = match delta.get("type").and_then(Value::as_str) {
+        let chunk = match kind.as_deref() {
             Some("text_delta") => {
                 let t = text("text");
                 block.text.push_str(&t);
@@ -218,14 +224,17 @@ impl Translator {
 
     fn block_stop(&mut self, data: &Value) -> Result<Vec<StreamChunk>, LlmFailure> {
         let local = self.local(data)?;
-        let Some(block) = self.blocks.get(local) else {
+        let Some(block) = self.blocks.get_mut(local) else {
             return Err(malformed("unknown block"));
         };
+        // The text moves into the block-end: the translator keeps no copy.
+        let text = std::mem::take(&mut block.text);
         let complete = match block.kind {
-            BlockType::Text => json!({"type": "text", "text": block.text}),
-            BlockType::Reasoning => json!({"type": "reasoning", "text": block.text}),
+            BlockType::Text => json!({"type": "text", "text": text}),
+            BlockType::Reasoning => json!({"type": "reasoning", "text": text}),
             BlockType::ToolCall => {
-                json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": block.text})
+                block.arguments_object = is_json_object(&text);
+                json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": text})
             }
         };
         Ok(vec![StreamChunk::BlockEnd {
@@ -249,15 +258,13 @@ impl Translator {
         };
         if reason != FinishReason::MaxTokens {
             for block in self.blocks.iter().filter(|b| b.kind == BlockType::ToolCall) {
-                let arguments = if block.text.is_empty() {
-                    "{}"
+                // A block still open holds its arguments.
+                let object = if block.text.is_empty() {
+                    block.arguments_object
                 } else {
-                    &block.text
+                    is_json_object(&block.text)
                 };
-                if !matches!(
-                    serde_json::from_str::<Value>(arguments),
-                    Ok(Value::Object(_))
-                ) {
+                if !object {
                     return Err(malformed(&format!(
                         "tool call {} has arguments that are not a JSON object",
                         block.id
@@ -289,6 +296,14 @@ impl Translator {
             },
         ])
     }
+}
+
+/// Whether tool arguments are a JSON object (empty means `{}`), checked
+/// without building the value.
+fn is_json_object(arguments: &str) -> bool {
+    arguments.is_empty()
+        || (arguments.trim_start().starts_with('{')
+            && serde_json::from_str::<serde::de::IgnoredAny>(arguments).is_ok())
 }
 
 fn chunk_index(local: usize) -> u32 {

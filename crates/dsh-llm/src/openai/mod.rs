@@ -15,7 +15,9 @@ mod stream;
 
 use crate::http;
 use crate::sse::SseEvent;
-use crate::{ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk};
+use crate::{
+    ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, ReplyLimits, StreamChunk,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +34,8 @@ pub struct OpenAiConfig {
     pub api_key: Option<String>,
     /// A stream silent this long fails with `TIMEOUT`.
     pub idle_timeout: Duration,
+    /// Size caps on replies and error bodies.
+    pub limits: ReplyLimits,
 }
 
 /// The chat-completions route.
@@ -95,8 +99,18 @@ impl Provider for OpenAiCompatible {
                     format!("{LABEL} stream ended before [DONE]"),
                 )
             };
-            let streamed =
-                http::stream_chunks(LABEL, post, config.idle_timeout, &out, translate, closed);
+            let streamed = http::stream_chunks(
+                LABEL,
+                post,
+                http::Bounds {
+                    idle: config.idle_timeout,
+                    limits: config.limits,
+                    max_tokens: request.route.max_tokens(),
+                },
+                &out,
+                translate,
+                closed,
+            );
             if let Err(failure) = streamed.await {
                 fail(&out, failure);
             }

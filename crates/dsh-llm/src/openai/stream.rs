@@ -47,7 +47,7 @@ impl Translator {
         if data.trim() == "[DONE]" {
             return self.finish();
         }
-        let value: Value = dsh_protocol::lenient::from_str(data).map_err(|e| {
+        let mut value: Value = dsh_protocol::lenient::from_str(data).map_err(|e| {
             LlmFailure::new(
                 "MALFORMED_RESPONSE",
                 format!("{LABEL} sent invalid JSON: {e}"),
@@ -64,35 +64,28 @@ impl Translator {
             self.usage = Some(usage_of(usage));
         }
         let mut chunks = Vec::new();
-        let Some(choice) = value.pointer("/choices/0") else {
+        let Some(choice) = value.pointer_mut("/choices/0") else {
             return Ok(chunks);
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_owned());
         }
-        let delta = choice.get("delta").unwrap_or(&Value::Null);
-        if let Some(text) = delta
-            .get("reasoning_content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        let mut null = Value::Null;
+        let delta = choice.get_mut("delta").unwrap_or(&mut null);
+        // Fragments are moved out of the parsed payload, not copied.
+        if let Some(text) = take_text(delta, "reasoning_content") {
             let index = self.open(BlockType::Reasoning, None, &mut chunks);
             self.append(index, text, &mut chunks);
         }
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(text) = take_text(delta, "content") {
             let index = self.open(BlockType::Text, None, &mut chunks);
             self.append(index, text, &mut chunks);
         }
-        for call in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        let calls = match delta.get_mut("tool_calls").map(Value::take) {
+            Some(Value::Array(calls)) => calls,
+            _ => Vec::new(),
+        };
+        for mut call in calls {
             let call_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
             let index = self.open(BlockType::ToolCall, Some(call_index), &mut chunks);
             let Some(block) = self.blocks.get_mut(index) else {
@@ -108,22 +101,23 @@ impl Translator {
             let name = call
                 .pointer("/function/name")
                 .and_then(Value::as_str)
-                .filter(|n| !n.is_empty());
-            let arguments = call
-                .pointer("/function/arguments")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned);
+            let arguments = match call.pointer_mut("/function/arguments").map(Value::take) {
+                Some(Value::String(arguments)) => arguments,
+                _ => String::new(),
+            };
             let first = block.name.is_empty();
-            if let Some(name) = name {
+            if let Some(name) = &name {
                 block.name.push_str(name);
             }
-            block.text.push_str(arguments);
+            block.text.push_str(&arguments);
             if first || !arguments.is_empty() {
                 chunks.push(StreamChunk::ToolCallDelta {
                     index: chunk_index(index),
                     id: block.id.clone(),
-                    name: if first { name.map(str::to_owned) } else { None },
-                    arguments_delta: arguments.to_owned(),
+                    name: if first { name } else { None },
+                    arguments_delta: arguments,
                 });
             }
         }
@@ -164,21 +158,15 @@ impl Translator {
         index
     }
 
-    fn append(&mut self, index: usize, text: &str, chunks: &mut Vec<StreamChunk>) {
+    fn append(&mut self, index: usize, text: String, chunks: &mut Vec<StreamChunk>) {
         let Some(block) = self.blocks.get_mut(index) else {
             return;
         };
-        block.text.push_str(text);
+        block.text.push_str(&text);
         let index = chunk_index(index);
         chunks.push(match block.kind {
-            BlockType::Reasoning => StreamChunk::ReasoningDelta {
-                index,
-                text: text.to_owned(),
-            },
-            _ => StreamChunk::TextDelta {
-                index,
-                text: text.to_owned(),
-            },
+            BlockType::Reasoning => StreamChunk::ReasoningDelta { index, text },
+            _ => StreamChunk::TextDelta { index, text },
         });
     }
 
@@ -196,12 +184,14 @@ impl Translator {
             }
         };
         let mut chunks = Vec::new();
-        for (i, block) in self.blocks.iter().enumerate() {
+        for (i, block) in self.blocks.iter_mut().enumerate() {
+            // The text moves into the block-end: the translator keeps no copy.
+            let text = std::mem::take(&mut block.text);
             let complete = match block.kind {
-                BlockType::Text => json!({"type": "text", "text": block.text}),
-                BlockType::Reasoning => json!({"type": "reasoning", "text": block.text}),
+                BlockType::Text => json!({"type": "text", "text": text}),
+                BlockType::Reasoning => json!({"type": "reasoning", "text": text}),
                 BlockType::ToolCall => {
-                    json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": block.text})
+                    json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": text})
                 }
             };
             chunks.push(StreamChunk::BlockEnd {
@@ -230,6 +220,14 @@ impl Translator {
             replay_state: Some(replay_state),
         });
         Ok(chunks)
+    }
+}
+
+/// Moves a non-empty string field out of `delta`.
+fn take_text(delta: &mut Value, key: &str) -> Option<String> {
+    match delta.get_mut(key).map(Value::take) {
+        Some(Value::String(text)) if !text.is_empty() => Some(text),
+        _ => None,
     }
 }
 

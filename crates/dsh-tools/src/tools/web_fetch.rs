@@ -7,9 +7,6 @@ use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
 
-/// Most bytes of a response body read.
-pub(crate) const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
-
 /// Most characters of text returned.
 const MAX_TEXT_CHARS: usize = 100_000;
 
@@ -56,8 +53,19 @@ impl TypedTool for WebFetch {
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
         let url = a.url;
+        let limit = self.config.web_timeout;
+        let bounded = async {
+            match tokio::time::timeout(limit, fetch(&url, &self.config)).await {
+                Ok(out) => out,
+                Err(_) => ToolOutput::failure(format!(
+                    "Error: fetching {} gave no result within {} ms (the web_fetch time limit; DSH_WEB_FETCH_TIMEOUT_MS).",
+                    url.trim(),
+                    limit.as_millis()
+                )),
+            }
+        };
         tokio::select! {
-            out = fetch(&url, &self.config) => out,
+            out = bounded => out,
             () = ctx.cancel.cancelled() => ToolOutput::failure("Error: the fetch was cancelled."),
         }
     }
@@ -125,12 +133,13 @@ async fn fetch(url: &str, config: &ToolsConfig) -> ToolOutput {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_ascii_lowercase();
+    let max_bytes = config.web_max_bytes;
     let mut body = Vec::new();
     let mut clipped = false;
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {
-                let room = MAX_BODY_BYTES - body.len();
+                let room = max_bytes - body.len();
                 if chunk.len() > room {
                     body.extend_from_slice(&chunk[..room]);
                     clipped = true;
@@ -174,17 +183,31 @@ async fn fetch(url: &str, config: &ToolsConfig) -> ToolOutput {
         ))
         .with_meta(meta);
     }
-    let raw = String::from_utf8_lossy(&body);
-    let text = if html::looks_like_html(&content_type, &raw) {
-        html::to_text(&raw)
-    } else {
-        raw.into_owned()
+    // Decoding and HTML conversion are CPU work on up to `max_bytes`: off
+    // the async workers, and still inside the fetch's time limit.
+    let converted = tokio::task::spawn_blocking(move || {
+        let raw = String::from_utf8_lossy(&body);
+        let text = if html::looks_like_html(&content_type, &raw) {
+            html::to_text(&raw)
+        } else {
+            raw.into_owned()
+        };
+        (text, content_type)
+    })
+    .await;
+    let Ok((text, content_type)) = converted else {
+        return ToolOutput::failure(format!(
+            "Error: converting the answer from {final_url} to text failed."
+        ))
+        .with_meta(meta);
     };
     let total_chars = text.chars().count();
     let mut shown: String = text.chars().take(MAX_TEXT_CHARS).collect();
     let mut notes = Vec::new();
     if clipped {
-        notes.push(format!("[download stopped at {MAX_BODY_BYTES} bytes]"));
+        notes.push(format!(
+            "[download stopped at {max_bytes} bytes (DSH_WEB_FETCH_MAX_BYTES)]"
+        ));
     }
     if total_chars > MAX_TEXT_CHARS {
         notes.push(format!(

@@ -37,6 +37,7 @@ async fn serve(connections: usize) -> String {
                     "/redirect" => ("302 Found", "text/plain", Vec::new()),
                     "/loop" => ("302 Found", "text/plain", Vec::new()),
                     "/image" => ("200 OK", "image/png", b"\x89PNG\r\n\x1a\n\0\0".to_vec()),
+                    "/scripts" => ("200 OK", "text/html", script_page(5 << 20)),
                     _ => ("500 Internal Server Error", "text/plain", Vec::new()),
                 };
                 let location = match path.as_str() {
@@ -55,6 +56,18 @@ async fn serve(connections: usize) -> String {
         }
     });
     format!("http://{addr}")
+}
+
+/// An HTML page of about `bytes` bytes made of `<script>` elements with a
+/// word between each two (issue 15, row 7).
+pub fn script_page(bytes: usize) -> Vec<u8> {
+    let mut page = b"<html><body>".to_vec();
+    let mut i = 0;
+    while page.len() < bytes {
+        page.extend_from_slice(format!("<script>var v{i} = '<b>';</SCRIPT>w{i} ").as_bytes());
+        i += 1;
+    }
+    page
 }
 
 fn fetch_args(url: &str) -> String {
@@ -183,4 +196,37 @@ async fn private_addresses_are_refused_when_the_sandbox_network_is_off() {
         .call("web_fetch", &fetch_args(&format!("{base}/text")))
         .await;
     assert!(text(&out).contains("plain hello"), "{}", text(&out));
+}
+
+#[tokio::test]
+async fn a_page_heavy_in_scripts_converts_and_the_body_is_bounded() {
+    let base = serve(2).await;
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let out = fx
+        .call("web_fetch", &fetch_args(&format!("{base}/scripts")))
+        .await;
+    assert!(!out.is_error, "{}", text(&out));
+    let shown = text(&out);
+    assert!(
+        shown.contains("\n\nw0 w1 w2 "),
+        "{}",
+        &shown[..200.min(shown.len())]
+    );
+    assert!(!shown.contains("var v"));
+    assert!(shown.contains("[content clipped: showing the first 100000 of "));
+    assert_eq!(some(out.meta, "meta")["bytes"], 5 << 20);
+    let small = Fixture::with(PermissionMode::WorkspaceWrite, |mut config| {
+        config.web_max_bytes = 1000;
+        config
+    });
+    let out = small
+        .call("web_fetch", &fetch_args(&format!("{base}/scripts")))
+        .await;
+    assert!(!out.is_error, "{}", text(&out));
+    assert!(
+        text(&out).ends_with("[download stopped at 1000 bytes (DSH_WEB_FETCH_MAX_BYTES)]"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(some(out.meta, "meta")["bytes"], 1000);
 }
