@@ -174,7 +174,8 @@ impl Agent {
 
     /// Stops the agent for good: the loop stops, a running turn ends
     /// `aborted` (`disposed`), pending inbox entries are cancelled, and the
-    /// log is synced to stable storage. Call with notifications muted.
+    /// log is synced to stable storage; waiters of [`wait_idle`](Self::wait_idle)
+    /// return. Call with notifications muted.
     pub fn dispose(&self) {
         self.task.abort();
         self.inner.cancel.cancel();
@@ -182,6 +183,10 @@ impl Agent {
         let mut state = self.inner.state();
         state.dispose();
         state.log.sync();
+        // Nothing runs any more: release `session/wait` callers (with
+        // notifications muted, no `idle` is sent).
+        state.running = false;
+        state.activity.send_replace(false);
     }
 
     pub(crate) fn inner(&self) -> &Inner {

@@ -259,7 +259,28 @@ impl Server {
 /// Serves requests read from `input` until `shutdown` or end of input.
 /// Every response and notification is queued on the server's writer; the
 /// caller flushes it before exiting.
+///
+/// `session/wait` requests run concurrently; every one of them is answered
+/// before this returns (disposal releases the waiters), so no request goes
+/// unanswered at shutdown or end of input.
 pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::Result<Exit> {
+    let mut waits = tokio::task::JoinSet::new();
+    let exit = serve_lines(server, input, &mut waits).await;
+    server.shutdown();
+    while waits.join_next().await.is_some() {}
+    if let Ok((Exit::Shutdown, Some(request))) = &exit {
+        server.respond(request, handlers::result(&EmptyResult {}));
+    }
+    exit.map(|(exit, _)| exit)
+}
+
+/// Reads and dispatches requests until `shutdown` (returned, to be answered
+/// once the waits are) or end of input.
+async fn serve_lines<R: AsyncRead + Unpin>(
+    server: &Server,
+    input: R,
+    waits: &mut tokio::task::JoinSet<()>,
+) -> std::io::Result<(Exit, Option<Request>)> {
     let mut lines = LineReader::new(input);
     while let Some(line) = lines.next_line().await? {
         let request = match classify(line) {
@@ -274,15 +295,11 @@ pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::
             }
         };
         match request.method.as_str() {
-            SHUTDOWN => {
-                server.shutdown();
-                server.respond(&request, handlers::result(&EmptyResult {}));
-                return Ok(Exit::Shutdown);
-            }
+            SHUTDOWN => return Ok((Exit::Shutdown, Some(request))),
             SESSION_PROMPT => handlers::prompt::handle(server, &request),
             SESSION_WAIT => {
                 let server = server.clone();
-                tokio::spawn(async move {
+                waits.spawn(async move {
                     let result = server.handle(&request.method, &request.params).await;
                     server.respond(&request, result);
                 });
@@ -292,7 +309,8 @@ pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::
                 server.respond(&request, result);
             }
         }
+        // Finished waits need not be kept.
+        while waits.try_join_next().is_some() {}
     }
-    server.shutdown();
-    Ok(Exit::EndOfInput)
+    Ok((Exit::EndOfInput, None))
 }

@@ -154,3 +154,41 @@ fn pipelined_requests_are_admitted_in_arrival_order() {
         assert!(response.get("result").is_some(), "{response}");
     }
 }
+
+#[test]
+fn a_wait_in_flight_at_shutdown_is_answered_before_the_shutdown() {
+    let mut rt = Runtime::start("sdk");
+    let scenario = rt.workspace().join("slow.yaml");
+    std::fs::write(&scenario, "replies:\n  - text: late\n    delay_ms: 30000\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ws = rt.workspace();
+    let init = rt.request(
+        json!(1),
+        "initialize",
+        json!({"cwd": ws, "provider": "scripted", "model": scenario}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    let prompt = rt.request(
+        json!(2),
+        "session/prompt",
+        json!({"sessionId": "s", "contentBlocks": [{"type": "text", "text": "hi"}]}),
+    );
+    assert!(prompt.get("result").is_some(), "{prompt}");
+    // The turn waits 30 s on the model: the wait cannot end by itself.
+    rt.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/wait", "params": {"sessionId": "s"}}),
+    );
+    rt.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
+    let frames = rt.until_response(&json!(4));
+    let answers: Vec<&Value> = frames.iter().filter(|f| f.get("id").is_some()).collect();
+    assert_eq!(answers.len(), 2, "{frames:?}");
+    assert_eq!(answers[0]["id"], json!(3), "{frames:?}");
+    // Released by disposal, or refused if it had not started yet.
+    assert!(
+        answers[0]["result"] == json!({})
+            || answers[0]["error"]["message"] == json!("SDK server is shutting down"),
+        "{frames:?}"
+    );
+    assert_eq!(answers[1]["id"], json!(4), "{frames:?}");
+    assert_eq!(rt.wait_exit(), Some(0));
+}
