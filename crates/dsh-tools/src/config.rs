@@ -31,6 +31,11 @@ pub struct ToolsConfig {
     /// addresses (true by default, as the official runtime; turned off
     /// with the sandbox network, see [`crate::NetworkAccess`]).
     pub web_private_addresses: bool,
+    /// Largest file `read` shows, `edit` changes and `write` writes, in
+    /// bytes (`DSH_FILE_MAX_BYTES`; default
+    /// [`crate::DEFAULT_FILE_MAX_BYTES`]); `grep` skips files with a line
+    /// longer than this.
+    pub file_max_bytes: u64,
 }
 
 impl ToolsConfig {
@@ -44,6 +49,7 @@ impl ToolsConfig {
             shell_timeout: DEFAULT_SHELL_TIMEOUT,
             web_timeout: DEFAULT_WEB_TIMEOUT,
             web_private_addresses: true,
+            file_max_bytes: crate::DEFAULT_FILE_MAX_BYTES,
         }
     }
 

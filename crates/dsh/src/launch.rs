@@ -9,7 +9,8 @@ use dsh_llm::{DEFAULT_IDLE_TIMEOUT, ProviderEnv, ProviderRegistry, RetryPolicy};
 use dsh_server::ServerConfig;
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{
-    HiddenEnv, NetworkAccess, SandboxConfig, ToolsConfig, sdk_minimal_tools, sdk_tools,
+    DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR, HiddenEnv, NetworkAccess, SandboxConfig,
+    ToolsConfig, sdk_minimal_tools, sdk_tools,
 };
 use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
@@ -60,6 +61,14 @@ pub enum LaunchError {
         /// Its value.
         value: String,
     },
+    /// A size setting is not a positive whole number of bytes.
+    #[error("dsh: {name} must be a whole number of bytes above 0, got \"{value}\"")]
+    NotBytes {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// Bad `headless` arguments.
     #[error("{0}")]
     Headless(String),
@@ -104,6 +113,8 @@ pub struct Launch {
     /// The launch environment (process env, then overlays).
     env: LaunchEnv,
     sandbox: SandboxSettings,
+    /// `DSH_FILE_MAX_BYTES`: the size limit of `read`, `edit` and `write`.
+    file_max_bytes: u64,
 }
 
 /// The sandbox settings of the launch environment.
@@ -224,6 +235,9 @@ impl Launch {
             ..defaults
         };
         let sandbox = SandboxSettings::from_env(&env)?;
+        let file_max_bytes = env
+            .bytes(FILE_MAX_BYTES_VAR)?
+            .unwrap_or(DEFAULT_FILE_MAX_BYTES);
         let launch = Box::new(Self {
             profile,
             providers,
@@ -231,6 +245,7 @@ impl Launch {
             process_cwd,
             env,
             sandbox,
+            file_max_bytes,
         });
         Ok(match headless {
             Some(args) => Prepared::Headless(launch, args),
@@ -259,6 +274,7 @@ impl Launch {
             .with_hidden_env(self.sandbox.hidden_env);
         let mut tools_config = ToolsConfig::new(home.join("tool-output")).with_sandbox(sandbox);
         tools_config.web_private_addresses = self.sandbox.web_private_addresses;
+        tools_config.file_max_bytes = self.file_max_bytes;
         let (encoding, tools) = match self.profile.kind {
             ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),
             ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),
@@ -312,6 +328,16 @@ impl LaunchEnv {
                     .trim()
                     .parse()
                     .map_err(|_| LaunchError::NotMillis { name, value })
+            })
+            .transpose()
+    }
+
+    /// A size setting in bytes (at least 1).
+    fn bytes(&self, name: &'static str) -> Result<Option<u64>, LaunchError> {
+        self.get(name)
+            .map(|value| match value.trim().parse() {
+                Ok(bytes) if bytes > 0 => Ok(bytes),
+                _ => Err(LaunchError::NotBytes { name, value }),
             })
             .transpose()
     }
