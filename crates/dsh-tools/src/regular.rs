@@ -8,6 +8,7 @@
 //! what was really opened whatever happened to the name meanwhile. Opening
 //! uses `O_NONBLOCK`, so a FIFO swapped in between never blocks the open.
 
+use crate::ToolOutput;
 use rustix::fs::{FileType, OFlags};
 use std::fs::File;
 use std::io::{self, Read};
@@ -26,64 +27,50 @@ pub(crate) const OPEN_FLAGS: OFlags = OFlags::NONBLOCK
     .union(OFlags::NOCTTY)
     .union(OFlags::CLOEXEC);
 
-/// What kind of non-regular file `file_type` is, e.g. "a FIFO"; `None`
-/// for a regular file.
-pub(crate) fn special_kind(file_type: FileType) -> Option<&'static str> {
-    match file_type {
-        FileType::RegularFile => None,
-        FileType::Directory => Some("a directory"),
-        FileType::Symlink => Some("a symbolic link"),
-        FileType::Fifo => Some("a FIFO"),
-        FileType::Socket => Some("a socket"),
-        FileType::CharacterDevice => Some("a character device"),
-        FileType::BlockDevice => Some("a block device"),
-        FileType::Unknown => Some("not a file of a known kind"),
-    }
+/// Whether something other than a regular file is at `path` (links
+/// followed); `false` when nothing is there or it cannot be examined (the
+/// open that follows reports that).
+pub(crate) fn is_special_at(path: &Path) -> bool {
+    rustix::fs::stat(path)
+        .is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile)
 }
 
-/// The kind of non-regular file at `path` (links followed); `None` when
-/// it is a regular file or cannot be examined (the open that follows
-/// reports that).
-pub(crate) fn special_at(path: &Path) -> Option<&'static str> {
-    let stat = rustix::fs::stat(path).ok()?;
-    special_kind(FileType::from_raw_mode(stat.st_mode))
-}
-
-/// The kind of non-regular file `file` is, `None` when it is regular.
-pub(crate) fn special_open(file: &File) -> io::Result<Option<&'static str>> {
+/// Whether the open `file` is something other than a regular file.
+pub(crate) fn is_special(file: &File) -> io::Result<bool> {
     let stat = rustix::fs::fstat(file)?;
-    Ok(special_kind(FileType::from_raw_mode(stat.st_mode)))
+    Ok(FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile)
 }
 
-/// The model-facing refusal of a non-regular file (`action`: "read",
-/// "edit", "write").
-pub(crate) fn not_regular(action: &str, path: &Path, kind: &str) -> String {
-    format!(
-        "Error: cannot {action} {}: not a regular file ({kind}).",
+/// The refusal of a non-regular file (`action`: "read", "edit", "write",
+/// "search"), worded and classified as the official runtime does.
+pub(crate) fn not_regular(action: &str, path: &Path) -> ToolOutput {
+    ToolOutput::failure(format!(
+        "Error: cannot {action} \"{}\": not a regular file",
         path.display()
-    )
+    ))
+    .with_error("FsError", "FS_NOT_REGULAR_FILE")
 }
 
 /// Why a file could not be opened for reading.
 pub(crate) enum OpenError {
-    /// It is not a regular file: its kind.
-    Special(&'static str),
+    /// It is not a regular file.
+    Special,
     /// The open or the `fstat` failed.
     Io(io::Error),
 }
 
 /// Opens the regular file `path` read-only (links followed) without ever
-/// blocking; anything else is refused with its kind.
+/// blocking; anything else is refused.
 pub(crate) fn open_read(path: &Path) -> Result<File, OpenError> {
-    if let Some(kind) = special_at(path) {
-        return Err(OpenError::Special(kind));
+    if is_special_at(path) {
+        return Err(OpenError::Special);
     }
     let fd = rustix::fs::open(path, OFlags::RDONLY | OPEN_FLAGS, rustix::fs::Mode::empty())
         .map_err(|err| OpenError::Io(err.into()))?;
     let file = File::from(fd);
-    match special_open(&file) {
-        Ok(None) => Ok(file),
-        Ok(Some(kind)) => Err(OpenError::Special(kind)),
+    match is_special(&file) {
+        Ok(false) => Ok(file),
+        Ok(true) => Err(OpenError::Special),
         Err(err) => Err(OpenError::Io(err)),
     }
 }
@@ -153,22 +140,48 @@ mod tests {
     fn a_device_is_refused_by_path_and_a_regular_file_opens() {
         assert!(matches!(
             open_read(Path::new("/dev/zero")),
-            Err(OpenError::Special("a character device"))
+            Err(OpenError::Special)
         ));
         let dir = ok(tempfile::tempdir());
         let path = dir.path().join("f");
         ok(std::fs::write(&path, "x"));
         assert!(open_read(&path).is_ok());
-        assert!(matches!(
-            open_read(dir.path()),
-            Err(OpenError::Special("a directory"))
-        ));
+        assert!(matches!(open_read(dir.path()), Err(OpenError::Special)));
     }
 
     #[test]
     fn an_opened_device_is_recognised_on_the_descriptor() {
         let file = ok(File::open("/dev/null"));
-        assert_eq!(ok(special_open(&file)), Some("a character device"));
+        assert!(ok(is_special(&file)));
+    }
+
+    #[test]
+    fn a_fifo_never_blocks_an_open_and_is_recognised_on_the_descriptor() {
+        let dir = ok(tempfile::tempdir());
+        let path = dir.path().join("fifo");
+        ok(rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        ));
+        assert!(matches!(open_read(&path), Err(OpenError::Special)));
+        // `write` opening it (no reader): an error at once, no wait.
+        let write = crate::beneath::create_or_truncate(|flags, mode| {
+            rustix::fs::open(&path, flags, mode).map_err(Into::into)
+        });
+        assert_eq!(
+            write.err().and_then(|err| err.raw_os_error()),
+            Some(rustix::io::Errno::NXIO.raw_os_error())
+        );
+        // `edit` opening it: opens at once, and fstat tells.
+        let fd = ok(rustix::fs::open(
+            &path,
+            OFlags::RDWR | OPEN_FLAGS,
+            rustix::fs::Mode::empty(),
+        ));
+        assert!(ok(is_special(&File::from(fd))));
     }
 
     #[test]

@@ -117,8 +117,8 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args, max_bytes: u64) -> ToolOu
             "Error: {shown} does not exist or is not a file. Use write to create a file."
         ));
     }
-    if let Some(kind) = regular::special_at(path) {
-        return ToolOutput::failure(regular::not_regular("edit", path, kind));
+    if regular::is_special_at(path) {
+        return regular::not_regular("edit", path);
     }
     if let Err(out) = check_read_first(ctx, path) {
         return out.into();
@@ -129,9 +129,9 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args, max_bytes: u64) -> ToolOu
         Ok(file) => file,
         Err(err) => return target.failure(ctx, "edit", path, &err).into(),
     };
-    match regular::special_open(&file) {
-        Ok(None) => {}
-        Ok(Some(kind)) => return ToolOutput::failure(regular::not_regular("edit", path, kind)),
+    match regular::is_special(&file) {
+        Ok(false) => {}
+        Ok(true) => return regular::not_regular("edit", path),
         Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
     }
     let size = regular::size(&file).ok();

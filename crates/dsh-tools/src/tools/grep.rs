@@ -132,8 +132,8 @@ fn grep(root: &Path, pattern: &str, include: Option<&str>, max_line: usize) -> T
     if !root.exists() {
         return ToolOutput::failure(format!("Error: {} does not exist.", root.display()));
     }
-    if let Some(kind) = regular::special_at(root).filter(|_| !root.is_dir()) {
-        return ToolOutput::failure(regular::not_regular("search", root, kind));
+    if !root.is_dir() && regular::is_special_at(root) {
+        return regular::not_regular("search", root);
     }
     let files: Vec<PathBuf> = if root.is_file() {
         vec![root.to_path_buf()]

@@ -114,8 +114,8 @@ fn read_file(path: PathBuf, offset: u64, limit: u64, max_bytes: u64) -> ToolOutp
     }
     let mut file = match regular::open_read(&path) {
         Ok(file) => file,
-        Err(OpenError::Special(kind)) => {
-            return ToolOutput::failure(regular::not_regular("read", &path, kind));
+        Err(OpenError::Special) => {
+            return regular::not_regular("read", &path);
         }
         Err(OpenError::Io(err)) => {
             return ToolOutput::failure(format!("Error: cannot read {shown}: {err}"));

@@ -88,8 +88,8 @@ fn read_image(path: PathBuf) -> ToolOutput {
     }
     let mut file = match regular::open_read(&path) {
         Ok(file) => file,
-        Err(OpenError::Special(kind)) => {
-            return ToolOutput::failure(regular::not_regular("read", &path, kind));
+        Err(OpenError::Special) => {
+            return regular::not_regular("read", &path);
         }
         Err(OpenError::Io(err)) => {
             return ToolOutput::failure(format!("Error: cannot read {shown}: {err}"));

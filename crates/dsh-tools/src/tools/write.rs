@@ -89,8 +89,8 @@ fn write_file(ctx: &ToolContext, path: &std::path::Path, content: &str) -> ToolO
     if path.is_dir() {
         return ToolOutput::failure(format!("Error: {shown} is a directory."));
     }
-    if let Some(kind) = regular::special_at(path) {
-        return ToolOutput::failure(regular::not_regular("write", path, kind));
+    if regular::is_special_at(path) {
+        return regular::not_regular("write", path);
     }
     if let Err(out) = check_read_first(ctx, path) {
         return out.into();
@@ -102,12 +102,12 @@ fn write_file(ctx: &ToolContext, path: &std::path::Path, content: &str) -> ToolO
     }
     let created = match target
         .create_or_truncate(path)
-        .and_then(|(file, created)| Ok((regular::special_open(&file)?, file, created)))
+        .and_then(|(file, created)| Ok((regular::is_special(&file)?, file, created)))
     {
-        Ok((Some(kind), _, _)) => {
-            return ToolOutput::failure(regular::not_regular("write", path, kind));
+        Ok((true, _, _)) => {
+            return regular::not_regular("write", path);
         }
-        Ok((None, mut file, created)) => match file.write_all(content.as_bytes()) {
+        Ok((false, mut file, created)) => match file.write_all(content.as_bytes()) {
             Ok(()) => created,
             Err(err) => return target.failure(ctx, "write", path, &err).into(),
         },
