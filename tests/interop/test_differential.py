@@ -233,6 +233,17 @@ SCENARIOS.update({
         ["Read notes.txt"],
         {"files": NOTES},
     ),
+    # Issue 15: special files are refused with the official wording, and the
+    # runtime's own stdin is not the protocol input in either runtime.
+    "tool_special_files": (
+        [{"blocks": [{"tool_call": {"id": "toolu_dev_1", "name": "read", "arguments": {"file_path": "/dev/zero"}}}]},
+         {"blocks": [{"tool_call": {"id": "toolu_dev_2", "name": "read", "arguments": {"file_path": "/dev/stdin"}}}]},
+         {"blocks": [{"tool_call": {"id": "toolu_dev_3", "name": "read", "arguments": {"file_path": "/proc/self/fd/0"}}}]},
+         {"blocks": [{"tool_call": {"id": "toolu_dev_4", "name": "write", "arguments": {"file_path": "/dev/null", "content": "x"}}}]},
+         {"text": "None of them is a regular file."}],
+        ["Read the devices"],
+        {"env": FULL_ACCESS},
+    ),
     "tool_parallel": (
         [{"blocks": [
             {"tool_call": {"id": "toolu_par_1", "name": "bash", "arguments": {"description": "Print two", "command": "echo two"}}},

@@ -107,10 +107,15 @@ impl Root {
         create_or_truncate(|flags, mode| self.open_at(rel, flags, mode))
     }
 
-    /// Opens the existing file `rel` for reading and writing.
+    /// Opens the existing file `rel` for reading and writing, without
+    /// blocking (a FIFO opens at once; the caller checks the type).
     pub(crate) fn open_existing(&self, rel: &Path) -> io::Result<File> {
-        self.open_at(rel, OFlags::RDWR, Mode::empty())
-            .map(File::from)
+        self.open_at(
+            rel,
+            OFlags::RDWR | crate::regular::OPEN_FLAGS,
+            Mode::empty(),
+        )
+        .map(File::from)
     }
 
     fn open_dir(&self, rel: &Path) -> io::Result<OwnedFd> {
@@ -127,7 +132,9 @@ impl Root {
 pub(crate) fn create_or_truncate(
     open: impl Fn(OFlags, Mode) -> io::Result<OwnedFd>,
 ) -> io::Result<(File, bool)> {
-    let write = OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC;
+    // Non-blocking: a FIFO without a reader fails (ENXIO) instead of
+    // waiting for one; the caller checks the type of what opened.
+    let write = OFlags::WRONLY | OFlags::CREATE | crate::regular::OPEN_FLAGS;
     let mode = Mode::from_raw_mode(FILE_MODE);
     match open(write | OFlags::EXCL, mode) {
         Ok(fd) => return Ok((File::from(fd), true)),
@@ -136,7 +143,7 @@ pub(crate) fn create_or_truncate(
     }
     // The name exists: a file, or a link (O_EXCL never follows one).
     match open(
-        OFlags::WRONLY | OFlags::TRUNC | OFlags::CLOEXEC,
+        OFlags::WRONLY | OFlags::TRUNC | crate::regular::OPEN_FLAGS,
         Mode::empty(),
     ) {
         Ok(fd) => Ok((File::from(fd), false)),

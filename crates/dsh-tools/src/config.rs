@@ -36,6 +36,11 @@ pub struct ToolsConfig {
     pub web_private_addresses: bool,
     /// Most bytes of a `web_fetch` body read (`DSH_WEB_FETCH_MAX_BYTES`).
     pub web_max_bytes: usize,
+    /// Largest file `read` shows, `edit` changes and `write` writes, in
+    /// bytes (`DSH_FILE_MAX_BYTES`; default
+    /// [`crate::DEFAULT_FILE_MAX_BYTES`]); `grep` skips files with a line
+    /// longer than this.
+    pub file_max_bytes: u64,
 }
 
 impl ToolsConfig {
@@ -50,6 +55,7 @@ impl ToolsConfig {
             web_timeout: DEFAULT_WEB_TIMEOUT,
             web_private_addresses: true,
             web_max_bytes: DEFAULT_WEB_MAX_BYTES,
+            file_max_bytes: crate::DEFAULT_FILE_MAX_BYTES,
         }
     }
 

@@ -48,9 +48,11 @@ mod context;
 mod host;
 mod html;
 mod jobs;
+mod lines;
 mod mode;
 mod output;
 mod paths;
+mod regular;
 mod sandbox;
 mod session;
 mod shell;
@@ -67,6 +69,7 @@ pub use host::{NullHost, ToolHost};
 pub use jobs::render::OUTPUT_DISPLAY_LIMIT;
 pub use mode::{ParsePermissionModeError, PermissionMode};
 pub use output::{ToolError, ToolOutput, text_block, unknown_tool};
+pub use regular::{DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR};
 pub use sandbox::{
     HiddenEnv, LandlockSupport, Launcher, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, NetworkAccess,
     SANDBOX_EXEC_ARG, SCOPE_LANDLOCK_ABI, SandboxConfig, SandboxProbe, sandbox_exec_main,
@@ -88,21 +91,29 @@ pub fn sdk_tools(config: ToolsConfig) -> ToolSet {
     set.insert(Arc::new(tools::Typed(tools::bash::Bash::new(
         config.clone(),
     ))));
-    set.insert(Arc::new(tools::Typed(tools::edit::Edit::new())));
+    set.insert(Arc::new(tools::Typed(tools::edit::Edit::new(
+        config.file_max_bytes,
+    ))));
     set.insert(Arc::new(tools::Typed(tools::glob::Glob::new(
         config.clone(),
     ))));
-    set.insert(Arc::new(tools::Typed(tools::grep::Grep::new())));
+    set.insert(Arc::new(tools::Typed(tools::grep::Grep::new(
+        config.file_max_bytes,
+    ))));
     set.insert(Arc::new(tools::Typed(tools::jobs::JobKill::new())));
     set.insert(Arc::new(tools::Typed(tools::jobs::JobList::new())));
     set.insert(Arc::new(tools::Typed(tools::jobs::JobOutput::new())));
-    set.insert(Arc::new(tools::Typed(tools::read::Read::new())));
+    set.insert(Arc::new(tools::Typed(tools::read::Read::new(
+        config.file_max_bytes,
+    ))));
     set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new())));
     set.insert(Arc::new(tools::Typed(tools::todo_write::TodoWrite::new())));
+    set.insert(Arc::new(tools::Typed(tools::write::Write::new(
+        config.file_max_bytes,
+    ))));
     set.insert(Arc::new(tools::Typed(tools::web_fetch::WebFetch::new(
         config,
     ))));
-    set.insert(Arc::new(tools::Typed(tools::write::Write::new())));
     set
 }
 

@@ -52,6 +52,16 @@ impl ToolOutput {
         }
     }
 
+    /// Sets the structured `error` (`name`, e.g. `FsError`; `code`, e.g.
+    /// `FS_NOT_REGULAR_FILE`).
+    pub fn with_error(mut self, name: &str, code: &str) -> Self {
+        self.error = Some(ToolError {
+            name: name.to_owned(),
+            code: code.to_owned(),
+        });
+        self
+    }
+
     /// Sets `meta`.
     pub fn with_meta(mut self, meta: Value) -> Self {
         self.meta = Some(meta);

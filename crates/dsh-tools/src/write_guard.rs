@@ -48,10 +48,17 @@ impl Target {
         }
     }
 
-    /// Opens the existing file `path` for reading and writing.
+    /// Opens the existing file `path` for reading and writing, without
+    /// blocking (a FIFO opens at once; the caller checks the type).
     pub(crate) fn open_existing(&self, path: &Path) -> std::io::Result<File> {
         match self {
-            Target::Anywhere => File::options().read(true).write(true).open(path),
+            Target::Anywhere => rustix::fs::open(
+                path,
+                rustix::fs::OFlags::RDWR | crate::regular::OPEN_FLAGS,
+                rustix::fs::Mode::empty(),
+            )
+            .map(File::from)
+            .map_err(Into::into),
             Target::Beneath { root, rel } => root.open_existing(rel),
         }
     }

@@ -89,6 +89,9 @@ fn execute(launch: Box<Launch>, args: &HeadlessArgs, out: &mut Output) -> Result
     if task.trim().is_empty() {
         return Err("the task is empty".into());
     }
+    // What is left of stdin is no tool's input: `read` of /dev/stdin finds
+    // an empty device, not the terminal or the rest of a pipe.
+    crate::stdio::detach_stdin().map_err(|e| format!("cannot detach stdin: {e}"))?;
     let cwd = launch.process_cwd.clone();
     // A scenario file as the model means the offline scripted provider;
     // otherwise DeepSeek when a key is configured, else scripted echo.

@@ -12,7 +12,8 @@ use dsh_llm::{
 use dsh_server::ServerConfig;
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{
-    HiddenEnv, NetworkAccess, SandboxConfig, ToolsConfig, sdk_minimal_tools, sdk_tools,
+    DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR, HiddenEnv, NetworkAccess, SandboxConfig,
+    ToolsConfig, sdk_minimal_tools, sdk_tools,
 };
 use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
@@ -86,8 +87,8 @@ pub enum LaunchError {
         /// Its value.
         value: String,
     },
-    /// A size setting is not a number.
-    #[error("dsh: {name} must be a whole number of bytes, got \"{value}\"")]
+    /// A size setting is not a positive whole number of bytes.
+    #[error("dsh: {name} must be a whole number of bytes above 0, got \"{value}\"")]
     NotBytes {
         /// The variable.
         name: &'static str,
@@ -138,6 +139,8 @@ pub struct Launch {
     /// The launch environment (process env, then overlays).
     env: LaunchEnv,
     sandbox: SandboxSettings,
+    /// `DSH_FILE_MAX_BYTES`: the size limit of `read`, `edit` and `write`.
+    file_max_bytes: u64,
 }
 
 /// The sandbox settings of the launch environment.
@@ -270,6 +273,9 @@ impl Launch {
             ..defaults
         };
         let sandbox = SandboxSettings::from_env(&env)?;
+        let file_max_bytes = env
+            .bytes(FILE_MAX_BYTES_VAR)?
+            .unwrap_or(DEFAULT_FILE_MAX_BYTES);
         let launch = Box::new(Self {
             profile,
             providers,
@@ -277,6 +283,7 @@ impl Launch {
             process_cwd,
             env,
             sandbox,
+            file_max_bytes,
         });
         Ok(match headless {
             Some(args) => Prepared::Headless(launch, args),
@@ -311,6 +318,7 @@ impl Launch {
         if let Some(ms) = self.sandbox.web_timeout_ms {
             tools_config.web_timeout = Duration::from_millis(ms);
         }
+        tools_config.file_max_bytes = self.file_max_bytes;
         let (encoding, tools) = match self.profile.kind {
             ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),
             ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),
@@ -356,14 +364,12 @@ impl LaunchEnv {
             .filter(|v| !v.trim().is_empty())
     }
 
-    /// A millisecond setting.
+    /// A size setting in bytes (at least 1).
     fn bytes(&self, name: &'static str) -> Result<Option<u64>, LaunchError> {
         self.get(name)
-            .map(|value| {
-                value
-                    .trim()
-                    .parse()
-                    .map_err(|_| LaunchError::NotBytes { name, value })
+            .map(|value| match value.trim().parse() {
+                Ok(bytes) if bytes > 0 => Ok(bytes),
+                _ => Err(LaunchError::NotBytes { name, value }),
             })
             .transpose()
     }

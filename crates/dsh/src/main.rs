@@ -39,8 +39,16 @@ fn main() -> ExitCode {
             return ExitCode::from(err.exit_code());
         }
     };
-    // From here on fd 1 is stderr: only the frame writer holds the protocol
-    // channel, and no library print or child process can reach it.
+    // From here on fd 0 is /dev/null and fd 1 is stderr: only the request
+    // reader and the frame writer hold the protocol channel, and no tool,
+    // library print or child process can reach it.
+    let protocol_in = match stdio::take_protocol_stdin() {
+        Ok(file) => file,
+        Err(err) => {
+            eprintln!("dsh: cannot set up the protocol channel: {err}");
+            return ExitCode::from(1);
+        }
+    };
     let protocol_out = match stdio::take_protocol_stdout() {
         Ok(file) => file,
         Err(err) => {
@@ -66,18 +74,22 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let code = runtime.block_on(run(Server::new(launch.server_config(), writer.clone())));
+    let code = runtime.block_on(run(
+        Server::new(launch.server_config(), writer.clone()),
+        tokio::fs::File::from_std(protocol_in),
+    ));
     writer.flush();
     drop(writer);
     drop(writer_thread);
-    // The stdin reader may still sit in a blocking read; exit without
+    // The request reader may still sit in a blocking read; exit without
     // waiting for it.
     runtime.shutdown_background();
     ExitCode::from(code)
 }
 
-/// Serves until `shutdown`, end of input or a signal; returns the exit code.
-async fn run(server: Server) -> u8 {
+/// Serves the requests read from `input` until `shutdown`, end of input or
+/// a signal; returns the exit code.
+async fn run(server: Server, input: tokio::fs::File) -> u8 {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
@@ -87,7 +99,7 @@ async fn run(server: Server) -> u8 {
         return 1;
     };
     tokio::select! {
-        exit = serve(&server, tokio::io::stdin()) => match exit {
+        exit = serve(&server, input) => match exit {
             Ok(exit) => {
                 tracing::debug!("stopping: {exit:?}");
                 0

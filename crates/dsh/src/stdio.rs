@@ -1,4 +1,4 @@
-//! Makes the protocol channel impossible to corrupt.
+//! Makes the protocol channel impossible to corrupt or to read from.
 
 use rustix::io::fcntl_dupfd_cloexec;
 use std::fs::File;
@@ -13,4 +13,23 @@ pub fn take_protocol_stdout() -> std::io::Result<File> {
     let protocol = fcntl_dupfd_cloexec(stdout.as_fd(), 3)?;
     rustix::stdio::dup2_stdout(std::io::stderr().as_fd())?;
     Ok(File::from(protocol))
+}
+
+/// Moves the protocol's stdin to a private close-on-exec descriptor and
+/// points fd 0 at `/dev/null`. Afterwards a tool reading `/dev/stdin` or
+/// `/proc/self/fd/0`, or a child process inheriting fd 0, finds an empty
+/// device instead of the client's requests; only the returned file reads
+/// them.
+pub fn take_protocol_stdin() -> std::io::Result<File> {
+    let stdin = std::io::stdin();
+    let protocol = fcntl_dupfd_cloexec(stdin.as_fd(), 3)?;
+    detach_stdin()?;
+    Ok(File::from(protocol))
+}
+
+/// Points fd 0 at `/dev/null` (what is left of stdin becomes unreachable).
+pub fn detach_stdin() -> std::io::Result<()> {
+    let null = File::open("/dev/null")?;
+    rustix::stdio::dup2_stdin(null.as_fd())?;
+    Ok(())
 }

@@ -1,13 +1,14 @@
 //! `edit`: literal search-and-replace in a text file.
 
 use super::{TypedTool, boolean, justification, sandbox_permissions, spec, string};
+use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::write_guard::{change_file, check_mode, check_read_first};
 use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 const DESCRIPTION: &str = "Change part of a text file by replacing an exact piece of text. old_string is matched literally, including whitespace and indentation, and must occur exactly once unless replace_all is set; include enough surrounding lines to make it unique. The file must have been read with read in this session first. Writes are limited by the session's sandbox mode.";
@@ -25,11 +26,14 @@ pub(crate) struct Args {
 /// The `edit` tool.
 pub(crate) struct Edit {
     spec: ToolSpec,
+    /// Largest file edited, before and after the change.
+    max_bytes: u64,
 }
 
 impl Edit {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(max_bytes: u64) -> Self {
         Self {
+            max_bytes,
             spec: spec(
                 "edit",
                 DESCRIPTION,
@@ -76,19 +80,23 @@ impl TypedTool for Edit {
             a.file_path.clone(),
         );
         let escalation = (permissions.as_deref(), justification.as_deref());
+        let max_bytes = self.max_bytes;
         change_file(
             ctx,
             "edit",
             escalation,
             &file_path,
             "editing",
-            move |ctx, path| edit_file(ctx, path, &a),
+            move |ctx, path| edit_file(ctx, path, &a, max_bytes),
         )
         .await
     }
 }
 
-fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
+/// What to do with a file above the size limit.
+const HINT: &str = "change it with bash (sed -i, or a script)";
+
+fn edit_file(ctx: &ToolContext, path: &Path, a: &Args, max_bytes: u64) -> ToolOutput {
     let shown = path.display();
     if a.old_string.is_empty() {
         return ToolOutput::failure(
@@ -104,10 +112,13 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
         Ok(target) => target,
         Err(out) => return out.into(),
     };
-    if !path.is_file() {
+    if !path.exists() || path.is_dir() {
         return ToolOutput::failure(format!(
             "Error: {shown} does not exist or is not a file. Use write to create a file."
         ));
+    }
+    if regular::is_special_at(path) {
+        return regular::not_regular("edit", path);
     }
     if let Err(out) = check_read_first(ctx, path) {
         return out.into();
@@ -118,10 +129,22 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
         Ok(file) => file,
         Err(err) => return target.failure(ctx, "edit", path, &err).into(),
     };
-    let mut bytes = Vec::new();
-    if let Err(err) = file.read_to_end(&mut bytes) {
-        return ToolOutput::failure(format!("Error: cannot read {shown}: {err}"));
+    match regular::is_special(&file) {
+        Ok(false) => {}
+        Ok(true) => return regular::not_regular("edit", path),
+        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
     }
+    let size = regular::size(&file).ok();
+    if size.is_some_and(|size| size > max_bytes) {
+        return ToolOutput::failure(regular::too_large("edit", path, size, max_bytes, HINT));
+    }
+    let bytes = match regular::read_bounded(&mut file, max_bytes) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return ToolOutput::failure(regular::too_large("edit", path, None, max_bytes, HINT));
+        }
+        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    };
     let Ok(content) = String::from_utf8(bytes) else {
         return ToolOutput::failure(format!(
             "Error: {shown} is not valid UTF-8 text; edit only changes text files."
@@ -137,6 +160,16 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args) -> ToolOutput {
     if count > 1 && !replace_all {
         return ToolOutput::failure(format!(
             "Error: old_string occurs {count} times in {shown}. Include more surrounding text to pick one occurrence, or set replace_all to replace all {count}."
+        ));
+    }
+    // The size of the result is known before it is built: refuse one
+    // that would pass the limit (e.g. replace_all of a short string by a
+    // long one) without allocating it.
+    let grown = (content.len() - count * a.old_string.len()) as u128
+        + count as u128 * a.new_string.len() as u128;
+    if grown > u128::from(max_bytes) {
+        return ToolOutput::failure(format!(
+            "Error: the edit would make {shown} {grown} bytes, more than edit writes ({max_bytes} bytes, set by {FILE_MAX_BYTES_VAR}); nothing was changed."
         ));
     }
     let updated = content.replace(a.old_string.as_str(), &a.new_string);

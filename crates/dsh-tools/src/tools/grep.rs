@@ -1,6 +1,7 @@
 //! `grep`: regular-expression search through file contents.
 
 use super::{TypedTool, spec, string};
+use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
 use globset::{GlobBuilder, GlobMatcher};
@@ -28,11 +29,15 @@ pub(crate) struct Args {
 /// The `grep` tool.
 pub(crate) struct Grep {
     spec: ToolSpec,
+    /// Longest line searched: a file with a longer one is skipped (with a
+    /// note) instead of being buffered whole.
+    max_line_bytes: u64,
 }
 
 impl Grep {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(max_line_bytes: u64) -> Self {
         Self {
+            max_line_bytes,
             spec: spec(
                 "grep",
                 DESCRIPTION,
@@ -70,8 +75,10 @@ impl TypedTool for Grep {
             Some(path) => paths::resolve(&ctx.cwd, path),
             None => ctx.cwd.clone(),
         };
-        let task =
-            tokio::task::spawn_blocking(move || grep(&root, &a.pattern, a.include.as_deref()));
+        let max_line = usize::try_from(self.max_line_bytes).unwrap_or(usize::MAX);
+        let task = tokio::task::spawn_blocking(move || {
+            grep(&root, &a.pattern, a.include.as_deref(), max_line)
+        });
         task.await
             .unwrap_or_else(|err| ToolOutput::failure(format!("Error: the search failed: {err}")))
     }
@@ -95,7 +102,7 @@ impl Include {
     }
 }
 
-fn grep(root: &Path, pattern: &str, include: Option<&str>) -> ToolOutput {
+fn grep(root: &Path, pattern: &str, include: Option<&str>, max_line: usize) -> ToolOutput {
     let matcher = match RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
         .build(pattern)
@@ -125,6 +132,9 @@ fn grep(root: &Path, pattern: &str, include: Option<&str>) -> ToolOutput {
     if !root.exists() {
         return ToolOutput::failure(format!("Error: {} does not exist.", root.display()));
     }
+    if !root.is_dir() && regular::is_special_at(root) {
+        return regular::not_regular("search", root);
+    }
     let files: Vec<PathBuf> = if root.is_file() {
         vec![root.to_path_buf()]
     } else {
@@ -143,15 +153,22 @@ fn grep(root: &Path, pattern: &str, include: Option<&str>) -> ToolOutput {
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(0))
         .line_number(true)
+        .heap_limit(Some(max_line))
         .build();
+    let mut skipped: Vec<(PathBuf, std::io::Error)> = Vec::new();
     let mut groups: Vec<(PathBuf, Vec<(u64, String)>)> = Vec::new();
     let mut count = 0usize;
     let mut more = false;
     for file in files {
         let mut hits = Vec::new();
-        let result = searcher.search_path(
+        // Opened without blocking and checked on the descriptor: a file
+        // swapped for a FIFO or a device after the walk is passed over.
+        let Ok(opened) = regular::open_read(&file) else {
+            continue;
+        };
+        let result = searcher.search_file(
             &matcher,
-            &file,
+            &opened,
             Lossy(|number, line| {
                 if count >= GREP_LIMIT {
                     more = true;
@@ -162,17 +179,20 @@ fn grep(root: &Path, pattern: &str, include: Option<&str>) -> ToolOutput {
                 Ok(true)
             }),
         );
-        if result.is_ok() && !hits.is_empty() {
-            groups.push((file, hits));
+        match result {
+            Ok(()) if !hits.is_empty() => groups.push((file, hits)),
+            Ok(()) => {}
+            Err(err) => skipped.push((file, err)),
         }
         if more {
             break;
         }
     }
     let meta = json!({"matches": count, "files": groups.len(), "truncated": more});
+    let note = skipped_note(&skipped, max_line);
     if count == 0 {
         return ToolOutput::text(format!(
-            "No matches for /{pattern}/ under {}.",
+            "No matches for /{pattern}/ under {}.{note}",
             root.display()
         ))
         .with_meta(meta);
@@ -196,7 +216,20 @@ fn grep(root: &Path, pattern: &str, include: Option<&str>) -> ToolOutput {
             text.push_str(&format!("  {number}: {line}\n"));
         }
     }
-    ToolOutput::text(text.trim_end().to_owned()).with_meta(meta)
+    ToolOutput::text(format!("{}{note}", text.trim_end())).with_meta(meta)
+}
+
+/// The line telling which files could not be searched (a line longer
+/// than the limit, a read error), empty when none.
+fn skipped_note(skipped: &[(PathBuf, std::io::Error)], max_line: usize) -> String {
+    let Some((first, err)) = skipped.first() else {
+        return String::new();
+    };
+    format!(
+        "\n\n({} not searched: a line longer than {max_line} bytes (set by {FILE_MAX_BYTES_VAR}) or a read error; e.g. {}: {err}.)",
+        plural(skipped.len(), "file was", "files were"),
+        first.display()
+    )
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

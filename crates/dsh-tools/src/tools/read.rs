@@ -1,7 +1,8 @@
 //! `read`: numbered lines of a text file.
 
 use super::{TypedTool, number, spec, string};
-use crate::{ToolContext, ToolOutput, args, paths};
+use crate::regular::{self, OpenError};
+use crate::{ToolContext, ToolOutput, args, lines, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -13,8 +14,8 @@ const DEFAULT_LIMIT: u64 = 2000;
 /// Characters kept of one line; the rest is cut with a note.
 const MAX_LINE_CHARS: usize = 2000;
 
-/// Files larger than this are refused (read them in pieces with bash).
-const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// What to do with a file above the size limit.
+const HINT: &str = "inspect it with bash (head, tail, sed -n)";
 
 const DESCRIPTION: &str = "Read a text file and return its lines numbered from 1, as \"N: text\". Reads up to 2000 lines from the start by default; use offset and limit to page through longer files (the footer says where to continue). Lines longer than 2000 characters are cut. Directories, binary files and images are refused (use read_image for pictures). Reading a file is required before changing it with write or edit.";
 
@@ -28,11 +29,14 @@ pub(crate) struct Args {
 /// The `read` tool.
 pub(crate) struct Read {
     spec: ToolSpec,
+    /// Files larger than this are refused (read them in pieces with bash).
+    max_bytes: u64,
 }
 
 impl Read {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(max_bytes: u64) -> Self {
         Self {
+            max_bytes,
             spec: spec(
                 "read",
                 DESCRIPTION,
@@ -80,8 +84,9 @@ impl TypedTool for Read {
         };
         let path = paths::resolve(&ctx.cwd, &a.file_path);
         let state = ctx.state.clone();
+        let max_bytes = self.max_bytes;
         let task = tokio::task::spawn_blocking(move || {
-            let out = read_file(path.clone(), offset, limit);
+            let out = read_file(path.clone(), offset, limit, max_bytes);
             if !out.is_error {
                 state.mark_seen(&path);
             }
@@ -93,7 +98,7 @@ impl TypedTool for Read {
     }
 }
 
-fn read_file(path: PathBuf, offset: u64, limit: u64) -> ToolOutput {
+fn read_file(path: PathBuf, offset: u64, limit: u64, max_bytes: u64) -> ToolOutput {
     let shown = path.display();
     let meta = match std::fs::metadata(&path) {
         Ok(meta) => meta,
@@ -107,16 +112,27 @@ fn read_file(path: PathBuf, offset: u64, limit: u64) -> ToolOutput {
             "Error: {shown} is a directory, not a file. List it with bash (ls) or glob."
         ));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return ToolOutput::failure(format!(
-            "Error: {shown} is {} bytes, more than read accepts ({MAX_FILE_BYTES}); inspect it with bash (head, tail, sed -n).",
-            meta.len()
-        ));
+    let mut file = match regular::open_read(&path) {
+        Ok(file) => file,
+        Err(OpenError::Special) => {
+            return regular::not_regular("read", &path);
+        }
+        Err(OpenError::Io(err)) => {
+            return ToolOutput::failure(format!("Error: cannot read {shown}: {err}"));
+        }
+    };
+    let size = regular::size(&file).ok();
+    if size.is_some_and(|size| size > max_bytes) {
+        return ToolOutput::failure(regular::too_large("read", &path, size, max_bytes, HINT));
     }
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let bytes = match regular::read_bounded(&mut file, max_bytes) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return ToolOutput::failure(regular::too_large("read", &path, None, max_bytes, HINT));
+        }
         Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
     };
+    drop(file);
     if let Some(kind) = super::read_image::image_type(&bytes) {
         return ToolOutput::failure(format!(
             "Error: {shown} is an image ({kind}); use read_image to look at it."
@@ -127,9 +143,9 @@ fn read_file(path: PathBuf, offset: u64, limit: u64) -> ToolOutput {
             "Error: {shown} looks like a binary file; read only handles text."
         ));
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.lines().collect();
-    let total = lines.len() as u64;
+    // Only the lines shown are decoded and kept: the rest is counted, so
+    // memory stays at the file's bytes plus the page returned.
+    let total = lines::count(&bytes);
     if offset > 1 && offset > total {
         return ToolOutput::failure(format!(
             "Error: offset {offset} is past the end of {shown}, which has {total} lines."
@@ -139,14 +155,13 @@ fn read_file(path: PathBuf, offset: u64, limit: u64) -> ToolOutput {
     let last = total.min(first.saturating_add(limit));
     let mut body = String::new();
     let mut meta_lines = Vec::new();
-    for (index, line) in lines
-        .iter()
+    for (index, line) in lines::Lines::new(&bytes)
         .enumerate()
         .skip(first as usize)
         .take((last - first) as usize)
     {
         let number = index + 1;
-        let line = clip_line(line);
+        let line = clip_line(&String::from_utf8_lossy(line));
         body.push_str(&format!("{number}: {line}\n"));
         meta_lines.push(json!({"number": number, "text": line}));
     }

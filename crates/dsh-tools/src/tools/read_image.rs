@@ -1,6 +1,7 @@
 //! `read_image`: a PNG, JPEG, GIF or WebP file as an image block.
 
 use super::{TypedTool, spec, string};
+use crate::regular::{self, OpenError};
 use crate::{ToolContext, ToolOutput, output::text_block, paths};
 use base64::Engine;
 use dsh_llm::ToolSpec;
@@ -75,22 +76,38 @@ impl TypedTool for ReadImage {
 
 fn read_image(path: PathBuf) -> ToolOutput {
     let shown = path.display();
-    let meta = match std::fs::metadata(&path) {
-        Ok(meta) if meta.is_file() => meta,
-        Ok(_) => return ToolOutput::failure(format!("Error: {shown} is not a file.")),
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => {
+            return ToolOutput::failure(format!("Error: {shown} is not a file."));
+        }
+        Ok(_) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return ToolOutput::failure(format!("Error: file not found: {shown}"));
         }
         Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
-    };
-    if meta.len() > MAX_IMAGE_BYTES {
-        return ToolOutput::failure(format!(
-            "Error: {shown} is {} bytes; images larger than 10 MiB ({MAX_IMAGE_BYTES} bytes) are not accepted.",
-            meta.len()
-        ));
     }
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let mut file = match regular::open_read(&path) {
+        Ok(file) => file,
+        Err(OpenError::Special) => {
+            return regular::not_regular("read", &path);
+        }
+        Err(OpenError::Io(err)) => {
+            return ToolOutput::failure(format!("Error: cannot read {shown}: {err}"));
+        }
+    };
+    let too_large = |size: String| {
+        ToolOutput::failure(format!(
+            "Error: {shown} is {size} bytes; images larger than 10 MiB ({MAX_IMAGE_BYTES} bytes) are not accepted."
+        ))
+    };
+    match regular::size(&file) {
+        Ok(size) if size > MAX_IMAGE_BYTES => return too_large(size.to_string()),
+        Ok(_) => {}
+        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    }
+    let bytes = match regular::read_bounded(&mut file, MAX_IMAGE_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return too_large(format!("more than {MAX_IMAGE_BYTES}")),
         Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
     };
     let Some(media_type) = image_type(&bytes) else {

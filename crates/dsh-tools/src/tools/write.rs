@@ -1,6 +1,7 @@
 //! `write`: create or replace a UTF-8 text file.
 
 use super::{TypedTool, justification, sandbox_permissions, spec, string};
+use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::write_guard::{change_file, check_mode, check_read_first};
 use crate::{ToolContext, ToolOutput, paths};
 use dsh_llm::ToolSpec;
@@ -21,11 +22,14 @@ pub(crate) struct Args {
 /// The `write` tool.
 pub(crate) struct Write {
     spec: ToolSpec,
+    /// Largest content written.
+    max_bytes: u64,
 }
 
 impl Write {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(max_bytes: u64) -> Self {
         Self {
+            max_bytes,
             spec: spec(
                 "write",
                 DESCRIPTION,
@@ -56,6 +60,13 @@ impl TypedTool for Write {
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
         let escalation = (a.sandbox_permissions.as_deref(), a.justification.as_deref());
+        if a.content.len() as u64 > self.max_bytes {
+            return ToolOutput::failure(format!(
+                "Error: the content is {} bytes, more than write accepts ({} bytes, set by {FILE_MAX_BYTES_VAR}); nothing was written.",
+                a.content.len(),
+                self.max_bytes
+            ));
+        }
         let content = a.content.clone();
         change_file(
             ctx,
@@ -78,6 +89,9 @@ fn write_file(ctx: &ToolContext, path: &std::path::Path, content: &str) -> ToolO
     if path.is_dir() {
         return ToolOutput::failure(format!("Error: {shown} is a directory."));
     }
+    if regular::is_special_at(path) {
+        return regular::not_regular("write", path);
+    }
     if let Err(out) = check_read_first(ctx, path) {
         return out.into();
     }
@@ -88,11 +102,15 @@ fn write_file(ctx: &ToolContext, path: &std::path::Path, content: &str) -> ToolO
     }
     let created = match target
         .create_or_truncate(path)
-        .and_then(|(mut file, created)| {
-            file.write_all(content.as_bytes())?;
-            Ok(created)
-        }) {
-        Ok(created) => created,
+        .and_then(|(file, created)| Ok((regular::is_special(&file)?, file, created)))
+    {
+        Ok((true, _, _)) => {
+            return regular::not_regular("write", path);
+        }
+        Ok((false, mut file, created)) => match file.write_all(content.as_bytes()) {
+            Ok(()) => created,
+            Err(err) => return target.failure(ctx, "write", path, &err).into(),
+        },
         Err(err) => return target.failure(ctx, "write", path, &err).into(),
     };
     ctx.state.mark_seen(path);

@@ -7,6 +7,7 @@ mod bash;
 mod common;
 mod files;
 mod jobs;
+mod limits;
 mod misc;
 mod sandbox;
 mod search;
