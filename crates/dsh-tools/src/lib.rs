@@ -97,7 +97,9 @@ pub fn sdk_tools(config: ToolsConfig) -> ToolSet {
     set.insert(Arc::new(tools::Typed(tools::jobs::JobList::new())));
     set.insert(Arc::new(tools::Typed(tools::jobs::JobOutput::new())));
     set.insert(Arc::new(tools::Typed(tools::read::Read::new())));
-    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new())));
+    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new(
+        config.clone(),
+    ))));
     set.insert(Arc::new(tools::Typed(tools::todo_write::TodoWrite::new())));
     set.insert(Arc::new(tools::Typed(tools::web_fetch::WebFetch::new(
         config,
@@ -112,8 +114,10 @@ pub fn sdk_minimal_tools(config: ToolsConfig) -> ToolSet {
     let config = Arc::new(config);
     let mut set = ToolSet::new();
     set.insert(Arc::new(tools::Typed(tools::shell::PersistentBash::new(
+        config.clone(),
+    ))));
+    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new(
         config,
     ))));
-    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new())));
     set
 }
