@@ -8,6 +8,7 @@ mod common;
 mod files;
 mod jobs;
 mod misc;
+mod read_image;
 mod sandbox;
 mod search;
 mod shell;

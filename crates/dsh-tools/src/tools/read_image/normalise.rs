@@ -161,16 +161,9 @@ fn encode(image: &DynamicImage) -> Result<(Vec<u8>, &'static str), ImageError> {
         u16::try_from(w).map_err(|_| ImageError::SideTooLong)?,
         u16::try_from(h).map_err(|_| ImageError::SideTooLong)?,
     );
-    let written = if image.color().has_color() {
-        encoder.encode(image.to_rgb8().as_raw(), w, h, jpeg_encoder::ColorType::Rgb)
-    } else {
-        encoder.encode(
-            image.to_luma8().as_raw(),
-            w,
-            h,
-            jpeg_encoder::ColorType::Luma,
-        )
-    };
+    // Grey images too are written as three components, as the official
+    // runtime writes them.
+    let written = encoder.encode(image.to_rgb8().as_raw(), w, h, jpeg_encoder::ColorType::Rgb);
     written.map_err(|_| ImageError::Malformed)?;
     if out.len() > MAX_SEND_BYTES {
         return Err(ImageError::StillTooLarge);
