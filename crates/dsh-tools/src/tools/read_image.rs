@@ -7,7 +7,7 @@ mod normalise;
 mod sizing;
 
 use super::{TypedTool, spec, string};
-use crate::{ToolContext, ToolOutput, ToolsConfig, output::text_block, paths};
+use crate::{ToolContext, ToolError, ToolOutput, ToolsConfig, output::text_block, paths};
 use dsh_llm::{AttachmentStore, ToolSpec};
 use normalise::{MAX_FILE_BYTES, Normalised, normalise};
 use serde::Deserialize;
@@ -78,7 +78,14 @@ fn read_image(path: &Path, store: &AttachmentStore) -> ToolOutput {
     };
     let bytes = match read_file(path) {
         Ok(bytes) => bytes,
-        Err(why) => return cannot_read(&why),
+        Err((why, code)) => {
+            let mut out = cannot_read(&why);
+            out.error = code.map(|code| ToolError {
+                name: "FsError".into(),
+                code: code.into(),
+            });
+            return out;
+        }
     };
     let image = match normalise(bytes) {
         Ok(image) => image,
@@ -103,24 +110,27 @@ fn read_image(path: &Path, store: &AttachmentStore) -> ToolOutput {
     }
 }
 
-/// The file's bytes, or why they cannot be had (the official wording for
-/// a missing file, a non-file and a file above [`MAX_FILE_BYTES`]).
-fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+/// The file's bytes, or why they cannot be had and the official error code
+/// (`FS_NOT_FOUND`, `FS_NOT_REGULAR_FILE`, `FS_TOO_LARGE`) when there is one.
+fn read_file(path: &Path) -> Result<Vec<u8>, (String, Option<&'static str>)> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err("not found".into()),
-        Err(err) => return Err(err.to_string()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(("not found".into(), Some("FS_NOT_FOUND")));
+        }
+        Err(err) => return Err((err.to_string(), None)),
     };
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(("not a regular file".into(), Some("FS_NOT_REGULAR_FILE")));
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
+        let why = format!(
             "{} bytes exceeds the {MAX_FILE_BYTES}-byte limit",
             meta.len()
-        ));
+        );
+        return Err((why, Some("FS_TOO_LARGE")));
     }
-    std::fs::read(path).map_err(|err| err.to_string())
+    std::fs::read(path).map_err(|err| (err.to_string(), None))
 }
 
 /// `<media type> image, <w>x<h> px, <bytes> bytes`, followed for a scaled

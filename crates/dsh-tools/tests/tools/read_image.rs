@@ -213,16 +213,27 @@ async fn limits_are_checked_before_decoding() {
     }
     let big = ok(std::fs::File::create(fx.path("big.png")), "big");
     ok(big.set_len(20 * 1024 * 1024 + 1), "sparse");
-    let out = fx.call("read_image", r#"{"file_path":"big.png"}"#).await;
-    assert_eq!(
-        text(&out),
-        cannot("big.png", "20971521 bytes exceeds the 20971520-byte limit")
-    );
-    let out = fx.call("read_image", r#"{"file_path":"none.png"}"#).await;
-    assert_eq!(text(&out), cannot("none.png", "not found"));
     ok(std::fs::create_dir(fx.path("dir")), "dir");
-    let out = fx.call("read_image", r#"{"file_path":"dir"}"#).await;
-    assert_eq!(text(&out), cannot("dir", "not a regular file"));
+    for (name, why, code) in [
+        (
+            "big.png",
+            "20971521 bytes exceeds the 20971520-byte limit",
+            "FS_TOO_LARGE",
+        ),
+        ("none.png", "not found", "FS_NOT_FOUND"),
+        ("dir", "not a regular file", "FS_NOT_REGULAR_FILE"),
+    ] {
+        let out = fx
+            .call("read_image", &json!({"file_path": name}).to_string())
+            .await;
+        assert!(out.is_error);
+        assert_eq!(text(&out), cannot(name, why));
+        let error = some(out.error, "error");
+        assert_eq!(
+            (error.name.as_str(), error.code.as_str()),
+            ("FsError", code)
+        );
+    }
     for (name, bytes) in [
         ("text.png", b"not really a png".to_vec()),
         ("cut.png", gradient(3000, 3000)[..5000].to_vec()),
