@@ -54,8 +54,11 @@ fn follow(new_long: u64, long: u64, short: u64) -> u64 {
 mod tests {
     use super::*;
 
+    /// A width and a height.
+    type Size = (u32, u32);
+
     /// Every size the official runtime was seen to produce.
-    const MEASURED: &[((u32, u32), (u32, u32))] = &[
+    const MEASURED: &[(Size, Size)] = &[
         ((4000, 3000), (2364, 1773)),
         ((3000, 4000), (1773, 2364)),
         ((2049, 2048), (2048, 2047)),
