@@ -53,7 +53,9 @@ def drive(binary, base_dir: Path, server, prompts, api_key=KEY, env=None, files=
     for name, text in (files or {}).items():
         path = base_dir / "ws" / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, tuple):  # (text, mtime in seconds since the epoch)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        elif isinstance(text, tuple):  # (text, mtime in seconds since the epoch)
             text, mtime = text
             path.write_text(text)
             os.utime(path, (mtime, mtime))
@@ -100,6 +102,9 @@ def normalise_request(request: dict, prompts) -> dict:
             if message["role"] == "user" and block.get("type") == "text" and block["text"] not in known \
                     and not block["text"].startswith(("[image omitted", "Error: ")):
                 block["text"] = "<prose>"
+        for block in message["content"]:
+            if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+                mask_image_handles(block["content"])
     headers = {k: request["headers"].get(k) for k in (
         "content-type", "accept", "x-api-key", "anthropic-version", "x-deepseek-harness-session-id")}
     return {"path": request["path"], "headers": headers, "body": mask_notes(body)}
@@ -110,13 +115,39 @@ def normalise_request(request: dict, prompts) -> dict:
 GLOB_NOTE = re.compile(r"\n\n\((?:Showing \d+ of \d+ paths|\d+ more matching files not shown)[^\n]*\)$")
 
 
+# A re-encoded read_image copy: JPEG and WebP encoders differ byte-wise,
+# so its size, hash and data are masked; the media type, the dimensions,
+# the original dimensions and the text's structure are compared. The note
+# after "px; " is each runtime's own prose.
+REENCODED = ("image/jpeg", "image/webp")
+IMAGE_BYTES = re.compile(r"(image/(?:jpeg|webp) image, \d+x\d+ px, )\d+( bytes)")
+DOWNSCALE_NOTE = re.compile(r"(\(downscaled from \d+x\d+ px; )[^)\n]*\)")
+
+
+def mask_image_handles(content):
+    """The model-facing handle text after a tool result's first text block
+    is each runtime's own prose, and so is the image sent (see below)."""
+    for i, block in enumerate(content):
+        if i > 0 and block.get("type") == "text" and block["text"].startswith("Image "):
+            block["text"] = "<image handle>"
+        # The official runtime sends the model its own preview of each
+        # image (smaller, re-encoded); dsh sends the stored image.
+        if block.get("type") == "image":
+            block["source"] = "<request image>"
+
+
 def mask_notes(value):
     if isinstance(value, dict):
-        return {k: mask_notes(v) for k, v in value.items()}
+        value = {k: mask_notes(v) for k, v in value.items()}
+        if value.get("mediaType") in REENCODED and "attachmentId" in value:
+            value["attachmentId"] = value["bytes"] = "<encoder-dependent>"
+        return value
     if isinstance(value, list):
         return [mask_notes(v) for v in value]
     if isinstance(value, str):
-        return GLOB_NOTE.sub("\n\n(<glob truncation note>)", value)
+        value = GLOB_NOTE.sub("\n\n(<glob truncation note>)", value)
+        value = IMAGE_BYTES.sub(r"\1<n>\2", value)
+        return DOWNSCALE_NOTE.sub(r"\1<note>)", value)
     return value
 
 
@@ -336,6 +367,57 @@ SCENARIOS.update({
          {"text": "Many."}],
         ["Find the text files"],
         {"files": {f"d/f{n:03}.txt": ("x\n", 1_700_000_000 + n) for n in range(130)}},
+    ),
+})
+
+
+def png(width: int, height: int, rgba: bool = False) -> bytes:
+    """A PNG of one colour (compresses to almost nothing)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    pixel = b"\xc8\x1e\x1e\x80" if rgba else b"\xc8\x1e\x1e"
+    raw = (b"\0" + pixel * width) * height
+    header = struct.pack(">IIBBBBB", width, height, 8, 6 if rgba else 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def padded_png(total: int) -> bytes:
+    """A 16x16 PNG padded to `total` bytes with a private ancillary chunk."""
+    import struct
+    import zlib
+
+    small = png(16, 16)
+    kind = b"zzPd"
+    data = b"\0" * (total - len(small) - 12)
+    pad = struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    return small[:-12] + pad + small[-12:]
+
+
+# read_image: attachments in the store, images above 2048x2048 px scaled
+# down (JPEG, WebP with alpha), files above 4 MiB re-encoded at their size,
+# the limits' errors.
+IMAGES = {
+    "small.png": __import__("base64").b64decode(PNG),
+    "big.png": png(4000, 3000),
+    "wide.png": png(8192, 600),
+    "alpha.png": png(3000, 3000, rgba=True),
+    "padded.png": padded_png(4 * 1024 * 1024 + 1),
+    "limit.png": padded_png(4 * 1024 * 1024),
+    "side.png": png(8193, 100),
+    "text.png": b"not an image",
+}
+SCENARIOS.update({
+    "tool_read_image": (
+        # One call a step: the results' order is then fixed.
+        [{"blocks": [{"tool_call": {"id": f"toolu_img_{i}", "name": "read_image", "arguments": {"file_path": name}}}]}
+         for i, name in enumerate([*IMAGES, "missing.png", "."])]
+        + [{"text": "Seen."}],
+        ["Look at the images"],
+        {"files": IMAGES, "model": "deepseek-flash"},  # a model with image input
     ),
 })
 

@@ -4,6 +4,7 @@ channel that tool output cannot corrupt."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import time
@@ -238,7 +239,10 @@ def test_every_sdk_tool_through_the_binary(make_raw, workspace, base_dir):
     assert first(events, "todo/write")["data"] == {"todos": [{"content": "write tests", "status": "in_progress"}]}
     assert "bash-" in text("c_jobs") and "sleep 7810.1" in text("c_jobs")
     image = by_id["c_img"]["message"]["content"]
-    assert [b["type"] for b in image] == ["text", "image"] and image[1]["data"] == PNG
+    assert [b["type"] for b in image] == ["text", "image"]
+    png = base64.b64decode(PNG)
+    assert image[1]["attachment"] == {"attachmentId": "sha256:" + hashlib.sha256(png).hexdigest(), "mediaType": "image/png",
+                                      "bytes": len(png), "width": 8, "height": 8, "name": "img.png"}
     assert "Fetched page" in text("c_web") and not by_id["c_web"]["message"]["isError"]
     assert by_id["c_web_bad"]["message"]["isError"]
     assert by_id["c_write_unread"]["message"]["isError"] and (workspace / "dup.txt").read_text() == "z z\n"

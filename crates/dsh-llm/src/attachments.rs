@@ -74,21 +74,29 @@ impl AttachmentStore {
         }
         let media_type = media_type(&bytes).ok_or(AdmitError::NotAnImage)?;
         let size = imagesize::blob_size(&bytes).map_err(|_| AdmitError::NotAnImage)?;
-        let hex = hex_digest(&bytes);
-        let path = self.object_path(&hex);
-        // An object this runtime stored is reused; anything else in its
-        // place (a symbolic link, another user's file) is replaced by the
-        // rename, never followed.
-        if !file_exists(OBJECT, &path).unwrap_or(false) {
-            self.write_atomically(&path, &bytes)?;
-        }
+        let id = self.keep(&bytes)?;
         Ok(json!({
-            "attachmentId": format!("sha256:{hex}"),
+            "attachmentId": id,
             "mediaType": media_type,
             "width": size.width,
             "height": size.height,
             "bytes": bytes.len(),
         }))
+    }
+
+    /// Stores `bytes` (atomically, 0600, once per content) and returns
+    /// their attachment id, `sha256:<hex>`. The caller vouches that they
+    /// are an image.
+    pub fn keep(&self, bytes: &[u8]) -> Result<String, PrivateFsError> {
+        let hex = hex_digest(bytes);
+        let path = self.object_path(&hex);
+        // An object this runtime stored is reused; anything else in its
+        // place (a symbolic link, another user's file) is replaced by the
+        // rename, never followed.
+        if !file_exists(OBJECT, &path).unwrap_or(false) {
+            self.write_atomically(&path, bytes)?;
+        }
+        Ok(format!("sha256:{hex}"))
     }
 
     /// The stored bytes of an `attachment` object (a regular file owned by

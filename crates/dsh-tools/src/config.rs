@@ -1,6 +1,7 @@
 //! Settings shared by the tools of a tool set.
 
 use crate::sandbox::SandboxConfig;
+use dsh_llm::AttachmentStore;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,15 +42,22 @@ pub struct ToolsConfig {
     /// [`crate::DEFAULT_FILE_MAX_BYTES`]); `grep` skips files with a line
     /// longer than this.
     pub file_max_bytes: u64,
+    /// Where `read_image` stores the images it returns. By default a store
+    /// under `spill_dir`; the runtime uses the provider's store in
+    /// `DSH_HOME` ([`Self::with_attachments`]), which the provider reads
+    /// the images back from.
+    pub attachments: AttachmentStore,
 }
 
 impl ToolsConfig {
     /// Defaults: the running executable as sandbox launcher, the real
     /// Landlock probe, long outputs saved under `spill_dir`.
     pub fn new(spill_dir: impl Into<PathBuf>) -> Self {
+        let spill_dir = spill_dir.into();
         Self {
             sandbox: SandboxConfig::from_current_exe(),
-            spill_dir: spill_dir.into(),
+            attachments: AttachmentStore::new(&spill_dir),
+            spill_dir,
             bash_timeout: DEFAULT_BASH_TIMEOUT,
             shell_timeout: DEFAULT_SHELL_TIMEOUT,
             web_timeout: DEFAULT_WEB_TIMEOUT,
@@ -63,6 +71,12 @@ impl ToolsConfig {
     /// (`$TMPDIR/dsh-tool-output`), for callers without a better place.
     pub fn default_spill_dir() -> PathBuf {
         std::env::temp_dir().join("dsh-tool-output")
+    }
+
+    /// Replaces the attachment store of `read_image`.
+    pub fn with_attachments(mut self, attachments: AttachmentStore) -> Self {
+        self.attachments = attachments;
+        self
     }
 
     /// Replaces the sandbox settings.

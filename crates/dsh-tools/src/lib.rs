@@ -106,7 +106,9 @@ pub fn sdk_tools(config: ToolsConfig) -> ToolSet {
     set.insert(Arc::new(tools::Typed(tools::read::Read::new(
         config.file_max_bytes,
     ))));
-    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new())));
+    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new(
+        config.clone(),
+    ))));
     set.insert(Arc::new(tools::Typed(tools::todo_write::TodoWrite::new())));
     set.insert(Arc::new(tools::Typed(tools::write::Write::new(
         config.file_max_bytes,
@@ -123,8 +125,10 @@ pub fn sdk_minimal_tools(config: ToolsConfig) -> ToolSet {
     let config = Arc::new(config);
     let mut set = ToolSet::new();
     set.insert(Arc::new(tools::Typed(tools::shell::PersistentBash::new(
+        config.clone(),
+    ))));
+    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new(
         config,
     ))));
-    set.insert(Arc::new(tools::Typed(tools::read_image::ReadImage::new())));
     set
 }

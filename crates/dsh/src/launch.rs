@@ -303,14 +303,17 @@ impl Launch {
 
     /// The server configuration of this launch.
     pub fn server_config(self) -> ServerConfig {
-        let home = &self.providers.dsh_home;
+        let home = self.providers.dsh_home.clone();
         // Commands may never write DSH_HOME, wherever it lies (under /tmp,
         // inside the workspace): the sandbox mounts it read-only for them.
         let sandbox = SandboxConfig::from_current_exe()
             .protect(home.clone())
             .with_network(self.sandbox.network)
             .with_hidden_env(self.sandbox.hidden_env);
-        let mut tools_config = ToolsConfig::new(home.join("tool-output")).with_sandbox(sandbox);
+        let registry = ProviderRegistry::new(self.providers);
+        let mut tools_config = ToolsConfig::new(home.join("tool-output"))
+            .with_sandbox(sandbox)
+            .with_attachments(registry.attachments().clone());
         tools_config.web_private_addresses = self.sandbox.web_private_addresses;
         if let Some(bytes) = self.sandbox.web_max_bytes {
             tools_config.web_max_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
@@ -325,10 +328,10 @@ impl Launch {
         };
         ServerConfig {
             profile: std::sync::Arc::new(self.profile),
-            store: SessionStore::new(self.providers.dsh_home.clone()),
+            store: SessionStore::new(home),
             encoding,
             tools: std::sync::Arc::new(tools),
-            registry: ProviderRegistry::new(self.providers),
+            registry,
             retry: self.retry,
             process_cwd: self.process_cwd,
         }

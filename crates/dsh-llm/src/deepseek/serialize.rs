@@ -59,7 +59,8 @@ fn messages(request: &ModelRequest, target: &Target<'_>) -> Result<Vec<Value>, L
             Message::System(_) => continue,
             Message::User(user) => ("user", user_blocks(&user.content, target)?),
             Message::Tool(tool) => {
-                let content: Vec<Value> = text_blocks(&tool.content)?;
+                // Tool results may carry image attachments (`read_image`).
+                let content: Vec<Value> = user_blocks(&tool.content, target)?;
                 let result = json!({"type": "tool_result", "tool_use_id": tool.tool_call_id, "content": content, "is_error": tool.is_error});
                 ("user", vec![result])
             }

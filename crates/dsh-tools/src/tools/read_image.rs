@@ -1,18 +1,22 @@
-//! `read_image`: a PNG, JPEG, GIF or WebP file as an image block.
+//! `read_image`: a PNG, JPEG, GIF or WebP file as an image attachment, as
+//! the official runtime returns it: stored by content hash in the
+//! attachment store, large images scaled down and re-encoded first
+//! ([`normalise`]).
+
+mod normalise;
+mod sizing;
 
 use super::{TypedTool, spec, string};
 use crate::regular::{self, OpenError};
-use crate::{ToolContext, ToolOutput, output::text_block, paths};
-use base64::Engine;
-use dsh_llm::ToolSpec;
+use crate::{ToolContext, ToolError, ToolOutput, ToolsConfig, output::text_block, paths};
+use dsh_llm::{AttachmentStore, ToolSpec};
+use normalise::{MAX_FILE_BYTES, Normalised, normalise};
 use serde::Deserialize;
-use serde_json::json;
-use std::path::PathBuf;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
 
-/// Largest image accepted.
-pub(crate) const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
-
-const DESCRIPTION: &str = "Look at an image file (PNG, JPEG, GIF or WebP, up to 10 MiB). The picture is attached to the result so you can see it. The type is recognised from the file's content, not its name.";
+const DESCRIPTION: &str = "Look at an image file (PNG, JPEG, GIF or WebP, up to 20 MiB). The picture is attached to the result so you can see it; images above 2048x2048 pixels or 4 MiB are sent as a smaller re-encoded copy. The type is recognised from the file's content, not its name.";
 
 #[derive(Deserialize)]
 pub(crate) struct Args {
@@ -21,26 +25,17 @@ pub(crate) struct Args {
 
 /// The media type of an image recognised by its first bytes.
 pub(crate) fn image_type(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
+    normalise::format_of(bytes).map(|(_, media_type)| media_type)
 }
 
 /// The `read_image` tool.
 pub(crate) struct ReadImage {
     spec: ToolSpec,
+    attachments: AttachmentStore,
 }
 
 impl ReadImage {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(config: Arc<ToolsConfig>) -> Self {
         Self {
             spec: spec(
                 "read_image",
@@ -53,6 +48,7 @@ impl ReadImage {
                 )],
                 &["file_path"],
             ),
+            attachments: config.attachments.clone(),
         }
     }
 }
@@ -67,67 +63,127 @@ impl TypedTool for ReadImage {
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
         let path = paths::resolve(&ctx.cwd, &a.file_path);
-        let task = tokio::task::spawn_blocking(move || read_image(path));
+        let store = self.attachments.clone();
+        // Decoding and re-encoding are CPU work: off the async workers.
+        let task = tokio::task::spawn_blocking(move || read_image(&path, &store));
         task.await.unwrap_or_else(|err| {
             ToolOutput::failure(format!("Error: reading the image failed: {err}"))
         })
     }
 }
 
-fn read_image(path: PathBuf) -> ToolOutput {
-    let shown = path.display();
-    match std::fs::metadata(&path) {
-        Ok(meta) if meta.is_dir() => {
-            return ToolOutput::failure(format!("Error: {shown} is not a file."));
-        }
-        Ok(_) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return ToolOutput::failure(format!("Error: file not found: {shown}"));
-        }
-        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
-    }
-    let mut file = match regular::open_read(&path) {
-        Ok(file) => file,
-        Err(OpenError::Special) => {
-            return regular::not_regular("read", &path);
-        }
-        Err(OpenError::Io(err)) => {
-            return ToolOutput::failure(format!("Error: cannot read {shown}: {err}"));
+fn read_image(path: &Path, store: &AttachmentStore) -> ToolOutput {
+    let shown = paths::display(path);
+    let cannot_read = |why: &dyn std::fmt::Display| {
+        ToolOutput::failure(format!("Error: cannot read \"{shown}\": {why}"))
+    };
+    let bytes = match read_file(path) {
+        Ok(bytes) => bytes,
+        Err((why, code)) => {
+            let mut out = cannot_read(&why);
+            out.error = code.map(|code| ToolError {
+                name: "FsError".into(),
+                code: code.into(),
+            });
+            return out;
         }
     };
-    let too_large = |size: String| {
-        ToolOutput::failure(format!(
-            "Error: {shown} is {size} bytes; images larger than 10 MiB ({MAX_IMAGE_BYTES} bytes) are not accepted."
-        ))
+    let image = match normalise(bytes) {
+        Ok(image) => image,
+        Err(err) if err.names_the_file() => return cannot_read(&err),
+        Err(err) => return ToolOutput::failure(format!("Error: {err}")),
     };
-    match regular::size(&file) {
-        Ok(size) if size > MAX_IMAGE_BYTES => return too_large(size.to_string()),
-        Ok(_) => {}
-        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
-    }
-    let bytes = match regular::read_bounded(&mut file, MAX_IMAGE_BYTES) {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => return too_large(format!("more than {MAX_IMAGE_BYTES}")),
-        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+    let id = match store.keep(&image.bytes) {
+        Ok(id) => id,
+        Err(err) => return ToolOutput::failure(format!("Error: cannot store the image: {err}")),
     };
-    let Some(media_type) = image_type(&bytes) else {
-        return ToolOutput::failure(format!(
-            "Error: {shown} is not a PNG, JPEG, GIF or WebP image."
-        ));
-    };
-    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
     ToolOutput {
         content: vec![
             text_block(format!(
-                "Image {shown} ({media_type}, {} bytes):",
-                bytes.len()
+                "<path>{shown}</path>\n<type>image</type>\n<content>\n{}\n</content>",
+                summary(&image)
             )),
-            json!({"type": "image", "data": data, "mimeType": media_type}),
+            json!({"type": "image", "attachment": attachment(id, &image, path)}),
         ],
         is_error: false,
-        meta: Some(
-            json!({"path": paths::display(&path), "mimeType": media_type, "bytes": bytes.len()}),
-        ),
+        meta: Some(json!({"path": shown})),
         error: None,
     }
+}
+
+/// The file's bytes, or why they cannot be had and the official error code
+/// (`FS_NOT_FOUND`, `FS_NOT_REGULAR_FILE`, `FS_TOO_LARGE`) when there is one.
+fn read_file(path: &Path) -> Result<Vec<u8>, (String, Option<&'static str>)> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(("not found".into(), Some("FS_NOT_FOUND")));
+        }
+        Err(err) => return Err((err.to_string(), None)),
+    };
+    let not_regular = || ("not a regular file".to_owned(), Some("FS_NOT_REGULAR_FILE"));
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let too_large = |size: String| {
+        (
+            format!("{size} bytes exceeds the {MAX_FILE_BYTES}-byte limit"),
+            Some("FS_TOO_LARGE"),
+        )
+    };
+    // Opened without blocking and checked on the descriptor: a FIFO or
+    // device swapped in after the check above is refused, and a file that
+    // grows while read is never read past the limit.
+    let mut file = match regular::open_read(path) {
+        Ok(file) => file,
+        Err(OpenError::Special) => return Err(not_regular()),
+        Err(OpenError::Io(err)) => return Err((err.to_string(), None)),
+    };
+    match regular::size(&file) {
+        Ok(size) if size > MAX_FILE_BYTES => return Err(too_large(size.to_string())),
+        Ok(_) => {}
+        Err(err) => return Err((err.to_string(), None)),
+    }
+    match regular::read_bounded(&mut file, MAX_FILE_BYTES) {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(too_large(format!("more than {MAX_FILE_BYTES}"))),
+        Err(err) => Err((err.to_string(), None)),
+    }
+}
+
+/// `<media type> image, <w>x<h> px, <bytes> bytes`, followed for a scaled
+/// copy by `(downscaled from <W>x<H> px; …<factor>…)`.
+fn summary(image: &Normalised) -> String {
+    let mut text = format!(
+        "{} image, {}x{} px, {} bytes",
+        image.media_type,
+        image.width,
+        image.height,
+        image.bytes.len()
+    );
+    if let Some((w, h)) = image.original {
+        let factor = f64::from(w) / f64::from(image.width.max(1));
+        text.push_str(&format!(
+            " (downscaled from {w}x{h} px; scale coordinates in this copy by {factor:.2} to find them in the original)"
+        ));
+    }
+    text
+}
+
+/// The `attachment` object of the image block, in the official field order.
+fn attachment(id: String, image: &Normalised, path: &Path) -> Value {
+    let mut attachment = json!({
+        "attachmentId": id,
+        "mediaType": image.media_type,
+        "bytes": image.bytes.len(),
+        "width": image.width,
+        "height": image.height,
+    });
+    if let Some(name) = path.file_name() {
+        attachment["name"] = json!(name.to_string_lossy());
+    }
+    if let Some((width, height)) = image.original {
+        attachment["originalDimensions"] = json!({"width": width, "height": height});
+    }
+    attachment
 }

@@ -9,6 +9,7 @@ mod files;
 mod jobs;
 mod limits;
 mod misc;
+mod read_image;
 mod sandbox;
 mod search;
 mod shell;

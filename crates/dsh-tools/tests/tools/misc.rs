@@ -1,8 +1,7 @@
-//! Tool sets and specs, unknown tools, todo_write, read_image, modes and
-//! result serialisation.
+//! Tool sets and specs, unknown tools, todo_write, modes and result
+//! serialisation.
 
 use crate::common::{Fixture, ok, some, text};
-use base64::Engine;
 use dsh_tools::{
     PermissionMode, TodoStatus, ToolOutput, ToolsConfig, sdk_minimal_tools, sdk_tools, unknown_tool,
 };
@@ -142,58 +141,6 @@ async fn todo_write_replaces_the_list_and_logs_it() {
     assert_eq!(fx.state.todos()[1].status, TodoStatus::InProgress);
     fx.call("todo_write", r#"{"todos":[]}"#).await;
     assert!(fx.state.todos().is_empty());
-}
-
-#[tokio::test]
-async fn read_image_returns_an_image_block() {
-    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
-    let png: Vec<u8> = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
-    ok(std::fs::write(fx.path("dot.png"), &png), "png");
-    let out = fx.call("read_image", "{\"file_path\":\"dot.png\"}").await;
-    assert!(!out.is_error, "{}", text(&out));
-    assert_eq!(out.content.len(), 2);
-    assert_eq!(
-        out.content[0]["text"],
-        format!(
-            "Image {} (image/png, {} bytes):",
-            fx.path("dot.png").display(),
-            png.len()
-        )
-    );
-    assert_eq!(out.content[1]["type"], "image");
-    assert_eq!(out.content[1]["mimeType"], "image/png");
-    let data = some(out.content[1]["data"].as_str(), "data");
-    let decoded = ok(
-        base64::engine::general_purpose::STANDARD.decode(data),
-        "base64",
-    );
-    assert_eq!(decoded, png);
-
-    for (name, bytes, mime) in [
-        ("a.jpg", b"\xFF\xD8\xFF\xE0rest".to_vec(), "image/jpeg"),
-        ("a.gif", b"GIF89a....".to_vec(), "image/gif"),
-        ("a.webp", b"RIFF\0\0\0\0WEBPVP8 ".to_vec(), "image/webp"),
-    ] {
-        ok(std::fs::write(fx.path(name), bytes), "image");
-        let out = fx
-            .call("read_image", &format!("{{\"file_path\":\"{name}\"}}"))
-            .await;
-        assert_eq!(out.content[1]["mimeType"], mime);
-    }
-}
-
-#[tokio::test]
-async fn read_image_rejects_other_files() {
-    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
-    fx.write_file("a.png", "not really a png");
-    let fake = fx.call("read_image", "{\"file_path\":\"a.png\"}").await;
-    assert!(fake.is_error && text(&fake).contains("not a PNG, JPEG, GIF or WebP"));
-    let big = ok(std::fs::File::create(fx.path("big.png")), "big");
-    ok(big.set_len(10 * 1024 * 1024 + 1), "sparse");
-    let out = fx.call("read_image", "{\"file_path\":\"big.png\"}").await;
-    assert!(out.is_error && text(&out).contains("larger than 10 MiB"));
-    let missing = fx.call("read_image", "{\"file_path\":\"none.png\"}").await;
-    assert!(missing.is_error);
 }
 
 #[test]
