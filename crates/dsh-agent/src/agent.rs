@@ -12,6 +12,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
+/// `agent/inbox/spliced` data of an insertion, serialised from a borrow of
+/// the message (a prompt's text is not copied into a `Value`).
+#[derive(serde::Serialize)]
+struct Inserted<'a> {
+    target: &'static str,
+    start: usize,
+    inserted: [&'a UserMessage; 1],
+}
+
 /// Everything needed to create an agent.
 pub struct AgentConfig {
     /// The session id.
@@ -151,7 +160,11 @@ impl Agent {
         let start = state.next_turn.len();
         state.event(
             events::INBOX_SPLICED,
-            &json!({"target": "next-turn", "start": start, "inserted": [&message]}),
+            &Inserted {
+                target: "next-turn",
+                start,
+                inserted: [&message],
+            },
         );
         state.next_turn.push(message);
         if state.wake() {

@@ -1,6 +1,6 @@
 use crate::prose;
 use dsh_session::{EventDraft, EventLog, Message, SessionStatus, ToolMessage, UserMessage, events};
-use dsh_tools::ToolOutput;
+use dsh_tools::{ToolError, ToolOutput};
 use serde::Serialize;
 use serde_json::json;
 use std::path::PathBuf;
@@ -14,6 +14,18 @@ pub struct PendingTurn {
     pub turn: u32,
     /// Claimed messages: `next-step` notices first, then the prompt.
     pub claimed: Vec<UserMessage>,
+}
+
+/// `tool/result` data: `{turn, step, message, meta?, error?}`.
+#[derive(Serialize)]
+struct ToolResultData<'a> {
+    turn: u32,
+    step: u32,
+    message: &'a ToolMessage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    meta: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ToolError>,
 }
 
 /// Mutable state of one agent, guarded by the agent's mutex. Never held
@@ -101,16 +113,15 @@ impl State {
     ) {
         self.pending_calls.retain(|(id, _)| id != call_id);
         let message = ToolMessage::new(call_id, output.content, output.is_error);
-        let mut data = serde_json::Map::new();
-        data.insert("turn".into(), json!(turn));
-        data.insert("step".into(), json!(step));
-        data.insert("message".into(), json!(message));
-        if let Some(meta) = output.meta {
-            data.insert("meta".into(), meta);
-        }
-        if let Some(error) = output.error {
-            data.insert("error".into(), json!(error));
-        }
+        // Serialised from borrows: the result text is not copied into a
+        // `Value` on its way to the log.
+        let data = ToolResultData {
+            turn,
+            step,
+            message: &message,
+            meta: output.meta.as_ref(),
+            error: output.error.as_ref(),
+        };
         let seqs: Vec<u64> = call_seq.into_iter().collect();
         self.emit(EventDraft {
             source_event_seqs: (!seqs.is_empty()).then_some(&seqs[..]),

@@ -53,7 +53,11 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 let mut state = inner.state();
                 state.event(
                     events::ASSISTANT_ATTEMPT,
-                    &json!({"turn": turn, "step": step, "stream": stream}),
+                    &AttemptData {
+                        turn,
+                        step,
+                        stream: &stream,
+                    },
                 );
                 retry += 1;
                 let Some(delay_ms) = inner.retry.delay_ms(retry, &failure) else {
@@ -96,15 +100,15 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 }),
                 id: new_message_id(),
             };
-            let mut data = Map::new();
-            data.insert("turn".into(), json!(turn));
-            data.insert("step".into(), json!(step));
-            data.insert("message".into(), json!(message));
-            if let Some(usage) = usage {
-                data.insert("usage".into(), json!(usage));
-            }
-            data.insert("stream".into(), stream);
+            let data = AssistantData {
+                turn,
+                step,
+                message: &message,
+                usage: usage.as_ref(),
+                stream: &stream,
+            };
             state.emit(EventDraft::surfaced(events::ASSISTANT_MESSAGE, &data));
+            drop(stream);
             let calls: Vec<(String, String, String)> =
                 message.content.iter().filter_map(tool_call).collect();
             state.history.push(Arc::new(Message::Assistant(message)));
@@ -145,6 +149,26 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
     }
 }
 
+/// `assistant/message` data: `{turn, step, message, usage?, stream}`,
+/// serialised from borrows (the reply is not copied into a `Value`).
+#[derive(serde::Serialize)]
+struct AssistantData<'a> {
+    turn: u32,
+    step: u32,
+    message: &'a AssistantMessage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<&'a dsh_llm::Usage>,
+    stream: &'a StreamRecorder,
+}
+
+/// `assistant/attempt` data: `{turn, step, stream}`.
+#[derive(serde::Serialize)]
+struct AttemptData<'a> {
+    turn: u32,
+    step: u32,
+    stream: &'a StreamRecorder,
+}
+
 /// `(id, name, arguments)` of a `tool-call` block.
 fn tool_call(block: &Value) -> Option<(String, String, String)> {
     if block.get("type")?.as_str()? != "tool-call" {
@@ -183,7 +207,7 @@ fn prepare_request(
     for message in claimed {
         let seq = state.emit(EventDraft::surfaced(events::USER_MESSAGE, &message));
         if message.source_kind() == Some("user") {
-            prompt = Some((seq, text_of(&message.content).collect::<Vec<_>>().join(" ")));
+            prompt = Some((seq, title_source(&message.content)));
         }
         state.history.push(Arc::new(Message::User(message)));
     }
@@ -243,6 +267,38 @@ fn prepare_request(
     }
 }
 
+/// Bytes of prompt text, after its leading whitespace, that the fallback
+/// title is made from: far more than a title keeps, and a huge prompt is not
+/// copied to make it.
+const TITLE_SOURCE_BYTES: usize = 4096;
+
+/// The prompt's text blocks joined by spaces, from the first non-whitespace
+/// character, cut (at a character boundary) after [`TITLE_SOURCE_BYTES`].
+fn title_source(content: &[Value]) -> String {
+    let mut text = String::new();
+    for block in text_of(content) {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        let block = if text.trim_start().is_empty() {
+            text.clear();
+            block.trim_start()
+        } else {
+            block
+        };
+        let room = TITLE_SOURCE_BYTES.saturating_sub(text.len());
+        let mut cut = room.min(block.len());
+        while !block.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.push_str(&block[..cut]);
+        if text.len() >= TITLE_SOURCE_BYTES {
+            break;
+        }
+    }
+    text
+}
+
 struct RuntimeContext {
     message: UserMessage,
 }
@@ -274,7 +330,7 @@ fn runtime_context(inner: &Inner, state: &State) -> RuntimeContext {
 }
 
 /// Streams one model attempt; returns the `stream` records and how it settled.
-async fn attempt(inner: &Inner, request: ModelRequest) -> (Value, Settled) {
+async fn attempt(inner: &Inner, request: ModelRequest) -> (StreamRecorder, Settled) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     inner.provider.start(request, tx);
     let mut recorder = StreamRecorder::new();
@@ -286,8 +342,30 @@ async fn attempt(inner: &Inner, request: ModelRequest) -> (Value, Settled) {
             break;
         }
     }
-    (
-        recorder.into_value(),
-        accumulator.settle(inner.provider.name()),
-    )
+    (recorder, accumulator.settle(inner.provider.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::text_block;
+
+    #[test]
+    fn title_source_joins_blocks_and_skips_leading_whitespace() {
+        let content = vec![
+            text_block("  \n"),
+            json!({"type": "image"}),
+            text_block("  hello"),
+            text_block("world "),
+        ];
+        assert_eq!(title_source(&content), "hello world ");
+    }
+
+    #[test]
+    fn title_source_is_bounded_and_cut_at_a_character() {
+        let huge = "é".repeat(TITLE_SOURCE_BYTES);
+        let text = title_source(&[text_block(huge)]);
+        assert!(text.len() <= TITLE_SOURCE_BYTES && text.len() > TITLE_SOURCE_BYTES - 2);
+        assert!(text.chars().all(|c| c == 'é'));
+    }
 }

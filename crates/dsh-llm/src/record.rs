@@ -1,8 +1,9 @@
 use crate::StreamChunk;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 
 /// One record of the durable `stream` array.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
 enum Record {
     Chunk {
         time: u64,
@@ -15,18 +16,21 @@ enum Record {
         index: u32,
         dt: Vec<u64>,
         id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
         name: Option<String>,
         args: Vec<String>,
+        #[serde(skip)]
         last: u64,
     },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 struct Deltas {
     time0: u64,
     index: u32,
     dt: Vec<u64>,
     texts: Vec<String>,
+    #[serde(skip)]
     last: u64,
 }
 
@@ -56,7 +60,11 @@ impl Deltas {
 /// tool-call deltas become `tool-call-chunks` records (a delta carrying the
 /// tool name starts a new record); every other chunk is kept as a
 /// `{"type":"chunk","time","chunk"}` record.
-#[derive(Debug, Default, Clone, PartialEq)]
+///
+/// It serialises as the array itself, so the records reach an event without
+/// being copied into a `Value` first.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
 pub struct StreamRecorder {
     records: Vec<Record>,
 }
@@ -118,52 +126,6 @@ impl StreamRecorder {
                 });
             }
             other => self.records.push(Record::Chunk { time, chunk: other }),
-        }
-    }
-
-    /// The records as JSON values, in order; their texts move into the
-    /// values (nothing is serialised twice).
-    pub fn into_value(self) -> Value {
-        Value::Array(self.records.into_iter().map(Record::into_value).collect())
-    }
-}
-
-impl Record {
-    fn into_value(self) -> Value {
-        let strings =
-            |texts: Vec<String>| Value::Array(texts.into_iter().map(Value::String).collect());
-        let deltas = |kind: &str, d: Deltas| json!({"type": kind, "time0": d.time0, "index": d.index, "dt": d.dt, "texts": strings(d.texts)});
-        match self {
-            Record::Chunk {
-                time,
-                chunk: StreamChunk::BlockEnd { index, block },
-            } => {
-                json!({"type": "chunk", "time": time, "chunk": {"type": "block-end", "index": index, "block": block}})
-            }
-            Record::Chunk { time, chunk } => json!({"type": "chunk", "time": time, "chunk": chunk}),
-            Record::TextChunks(d) => deltas("text-chunks", d),
-            Record::ReasoningChunks(d) => deltas("reasoning-chunks", d),
-            Record::ToolCallChunks {
-                time0,
-                index,
-                dt,
-                id,
-                name,
-                args,
-                ..
-            } => {
-                let mut record = Map::new();
-                record.insert("type".into(), json!("tool-call-chunks"));
-                record.insert("time0".into(), json!(time0));
-                record.insert("index".into(), json!(index));
-                record.insert("dt".into(), json!(dt));
-                record.insert("id".into(), Value::String(id));
-                if let Some(name) = name {
-                    record.insert("name".into(), Value::String(name));
-                }
-                record.insert("args".into(), strings(args));
-                Value::Object(record)
-            }
         }
     }
 }
@@ -236,7 +198,7 @@ mod tests {
             },
         );
         assert_eq!(
-            r.into_value(),
+            serde_json::to_value(&r).unwrap_or_default(),
             json!([
                 {"type":"chunk","time":10,"chunk":{"type":"block-start","index":0,"blockType":"text"}},
                 {"type":"text-chunks","time0":10,"index":0,"dt":[1,0],"texts":["Hel","lo","!"]},

@@ -94,10 +94,19 @@ impl Outgoing {
     /// A `session.event` notification around an already serialised event, so
     /// that the event's bytes are the ones persisted, not a re-serialisation.
     pub fn session_event(session_id: &str, event: &RawValue) -> Self {
-        let params = EventParams { session_id, event };
+        let frame = NotificationFrame {
+            jsonrpc: "2.0",
+            method: crate::notifications::SESSION_EVENT,
+            params: &EventParams { session_id, event },
+        };
+        // Sized up front: a large event is copied once, without the slack
+        // of a growing buffer.
+        let mut bytes = Vec::with_capacity(event.get().len() + 2 * session_id.len() + 96);
         // Strings and a raw value always serialise.
-        Self::notification(crate::notifications::SESSION_EVENT, &params)
-            .unwrap_or_else(|_| Self(Vec::new()))
+        match serde_json::to_writer(&mut bytes, &frame) {
+            Ok(()) => Self::finish(bytes),
+            Err(_) => Self(Vec::new()),
+        }
     }
 
     /// The frame's bytes, including the trailing `\n`.

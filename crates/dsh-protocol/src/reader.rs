@@ -25,13 +25,20 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
+    /// Forgets the last line and gives back the memory of a long one; call
+    /// it once the line has been parsed, so that a huge frame's bytes are
+    /// not held while its request is handled.
+    pub fn release(&mut self) {
+        self.buf.clear();
+        if self.buf.capacity() > RETAINED_CAPACITY {
+            self.buf.shrink_to(RETAINED_CAPACITY);
+        }
+    }
+
     /// Returns the next non-empty trimmed line, or `None` at end of input.
     pub async fn next_line(&mut self) -> std::io::Result<Option<&[u8]>> {
         loop {
-            self.buf.clear();
-            if self.buf.capacity() > RETAINED_CAPACITY {
-                self.buf.shrink_to(RETAINED_CAPACITY);
-            }
+            self.release();
             if self.inner.read_until(b'\n', &mut self.buf).await? == 0 {
                 return Ok(None);
             }

@@ -283,7 +283,11 @@ async fn serve_lines<R: AsyncRead + Unpin>(
 ) -> std::io::Result<(Exit, Option<Request>)> {
     let mut lines = LineReader::new(input);
     while let Some(line) = lines.next_line().await? {
-        let request = match classify(line) {
+        let incoming = classify(line);
+        // The parsed request owns everything it needs: a long line's buffer
+        // is not kept alive while the request is handled.
+        lines.release();
+        let request = match incoming {
             Incoming::Request(request) => request,
             Incoming::Invalid(invalid) => {
                 server.inner.writer.send(invalid.answer());
@@ -296,7 +300,7 @@ async fn serve_lines<R: AsyncRead + Unpin>(
         };
         match request.method.as_str() {
             SHUTDOWN => return Ok((Exit::Shutdown, Some(request))),
-            SESSION_PROMPT => handlers::prompt::handle(server, &request),
+            SESSION_PROMPT => handlers::prompt::handle(server, request),
             SESSION_WAIT => {
                 let server = server.clone();
                 waits.spawn(async move {

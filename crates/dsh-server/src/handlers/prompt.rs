@@ -13,24 +13,29 @@ use std::sync::Arc;
 /// lazily, enqueues the prompt and answers. The answer is queued while the
 /// agent is still locked, so the receipt, `running`, `turn/start` and the
 /// claim always precede it and the turn's first step always follows it.
-pub fn handle(server: &Server, request: &Request) {
-    let prepared = prepare(server, &request.params);
+///
+/// The request is consumed: its content blocks move into the prompt
+/// without a copy.
+pub fn handle(server: &Server, mut request: Request) {
+    let prepared = prepare(server, &mut request.params);
     match prepared {
         Ok((agent, blocks)) => agent.prompt(blocks, |message_id| {
             let message_id = message_id.to_owned();
-            server.respond(request, result(&PromptResult { message_id }));
+            server.respond(&request, result(&PromptResult { message_id }));
         }),
-        Err(err) => server.respond(request, Err(err)),
+        Err(err) => server.respond(&request, Err(err)),
     }
 }
 
-fn prepare(server: &Server, p: &JsonObject) -> Result<(Arc<Agent>, Vec<Value>), RpcError> {
+fn prepare(server: &Server, p: &mut JsonObject) -> Result<(Arc<Agent>, Vec<Value>), RpcError> {
     server.initialized()?;
-    let session_id = params::non_empty_string(p, "sessionId").ok_or_else(|| {
-        RpcError::InvalidParams("session/prompt requires a non-empty sessionId string".into())
-    })?;
+    let session_id = params::non_empty_string(p, "sessionId")
+        .ok_or_else(|| {
+            RpcError::InvalidParams("session/prompt requires a non-empty sessionId string".into())
+        })?
+        .to_owned();
     let blocks = admit_images(server, content_blocks(p)?)?;
-    Ok((server.open_session(session_id)?, blocks))
+    Ok((server.open_session(&session_id)?, blocks))
 }
 
 /// SDK image blocks (`{"type":"image","data":<base64>,"mimeType":…}`) are
@@ -67,8 +72,8 @@ fn admit_error(err: AdmitError) -> RpcError {
 /// `contentBlocks` must be an array of objects with a string `type`. Block
 /// types are otherwise passed through verbatim; the provider decides what it
 /// can represent.
-fn content_blocks(p: &JsonObject) -> Result<Vec<Value>, RpcError> {
-    let Some(Value::Array(blocks)) = p.get("contentBlocks") else {
+fn content_blocks(p: &mut JsonObject) -> Result<Vec<Value>, RpcError> {
+    let Some(Value::Array(blocks)) = p.get_mut("contentBlocks") else {
         return Err(RpcError::InvalidParams(
             "session/prompt requires a contentBlocks array".into(),
         ));
@@ -80,5 +85,5 @@ fn content_blocks(p: &JsonObject) -> Result<Vec<Value>, RpcError> {
             )));
         }
     }
-    Ok(blocks.clone())
+    Ok(std::mem::take(blocks))
 }
