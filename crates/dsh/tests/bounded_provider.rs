@@ -167,7 +167,7 @@ fn an_endless_error_body_is_mapped_from_its_first_bytes() {
 
 #[test]
 fn one_huge_delta_arrives_whole() {
-    let bytes = 16usize << 20;
+    let bytes = 4usize << 20;
     let server = serve(json!([{"hostile": {"kind": "huge-delta", "bytes": bytes}}]));
     let env = provider_env(&server, &[]);
     let mut rt = runtime(&env, "deepseek-official", "deepseek-v4-flash");
