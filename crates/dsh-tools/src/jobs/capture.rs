@@ -330,7 +330,9 @@ mod tests {
     }
 
     fn stream(len: usize) -> Vec<u8> {
-        (0..len).map(|i| b'a' + (i % 26) as u8 ^ (i / 7919 % 2) as u8).collect()
+        (0..len)
+            .map(|i| b'a' + (i % 26) as u8 ^ (i / 7919 % 2) as u8)
+            .collect()
     }
 
     #[test]
@@ -344,10 +346,20 @@ mod tests {
             expected.extend_from_slice(marker.as_bytes());
             expected.extend_from_slice(&data[data.len() - 100_000..]);
             assert_eq!(copy.len(), expected.len(), "chunk {chunk}");
-            assert!(copy == expected, "chunk {chunk}: head, marker and tail differ");
+            assert!(
+                copy == expected,
+                "chunk {chunk}: head, marker and tail differ"
+            );
             assert_eq!(capture.left_out(), ((data.len() - 200_000) as u64, 0));
-            let file = capture.spill.as_ref().map(|file| ok(file.file.metadata()).len());
-            assert_eq!(file, Some(200_000), "the spill file holds head and ring only");
+            let file = capture
+                .spill
+                .as_ref()
+                .map(|file| ok(file.file.metadata()).len());
+            assert_eq!(
+                file,
+                Some(200_000),
+                "the spill file holds head and ring only"
+            );
         }
     }
 
@@ -377,6 +389,9 @@ mod tests {
     fn capture_discard(mut capture: Capture) {
         let quota = capture.quota.clone();
         capture.discard_spill();
-        assert!(quota.try_take(quota.max()), "discarding gave every byte back");
+        assert!(
+            quota.try_take(quota.max()),
+            "discarding gave every byte back"
+        );
     }
 }
