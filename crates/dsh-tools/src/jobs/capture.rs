@@ -330,9 +330,7 @@ mod tests {
     }
 
     fn stream(len: usize) -> Vec<u8> {
-        (0..len)
-            .map(|i| b'a' + (i % 26) as u8 ^ (i / 7919 % 2) as u8)
-            .collect()
+        (0..len).map(|i| ((i * 31 + i / 997) % 256) as u8).collect()
     }
 
     #[test]

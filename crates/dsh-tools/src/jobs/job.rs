@@ -2,7 +2,7 @@
 //! and the `job/registered` / `job/settled` events.
 
 use super::capture::Capture;
-use super::quota::{SpillLimits, SpillQuota};
+use super::quota::{SpillLimits, SpillQuota, SpillTarget};
 use super::render;
 use super::spill::SpillDir;
 use crate::{PermissionMode, ToolHost};
@@ -127,10 +127,13 @@ impl Job {
         call_id: &str,
         cwd: PathBuf,
         mode: PermissionMode,
-        spill_dir: PathBuf,
-        limits: SpillLimits,
-        quota: Arc<SpillQuota>,
+        target: SpillTarget,
     ) -> Arc<Self> {
+        let SpillTarget {
+            dir: spill_dir,
+            limits,
+            quota,
+        } = target;
         let hex = uuid::Uuid::new_v4().simple().to_string();
         Arc::new(Self {
             id: format!("bash-{}", &hex[..16]),

@@ -56,6 +56,17 @@ impl SpillLimits {
     }
 }
 
+/// Where and how much of a job's output is saved.
+#[derive(Debug, Clone)]
+pub(crate) struct SpillTarget {
+    /// The spill directory.
+    pub dir: std::path::PathBuf,
+    /// The caps.
+    pub limits: SpillLimits,
+    /// The quota of the job's session.
+    pub quota: Arc<SpillQuota>,
+}
+
 /// The bytes of saved output a session holds, against its quota.
 #[derive(Debug)]
 pub(crate) struct SpillQuota {

@@ -3,7 +3,7 @@
 
 use super::{TypedTool, boolean, justification, number, sandbox_permissions, spec, string};
 use crate::approval::check_escalation;
-use crate::jobs::{self, Job, JobEnd, Outcome, render::render_off_worker};
+use crate::jobs::{self, Job, JobEnd, Outcome, SpillTarget, render::render_off_worker};
 use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
@@ -120,9 +120,11 @@ impl Bash {
             &ctx.call_id,
             cwd,
             ctx.mode,
-            self.config.spill_dir.clone(),
-            self.config.spill,
-            ctx.state.spill_quota(self.config.spill.session_max),
+            SpillTarget {
+                dir: self.config.spill_dir.clone(),
+                limits: self.config.spill,
+                quota: ctx.state.spill_quota(self.config.spill.session_max),
+            },
         );
         ctx.state.add_job(job.clone());
         ctx.host.emit("job/registered", job.registered_data());
