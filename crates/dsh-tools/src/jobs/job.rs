@@ -89,8 +89,9 @@ enum LogFile {
     /// Created; rewritten through this descriptor while the job runs. The
     /// number is its length, taken from the session's quota.
     Open(PathBuf, File, u64),
-    /// Written for the last time after the job ended, with its length.
-    Final(PathBuf, u64),
+    /// Written for the last time after the job ended, with its length and
+    /// the bytes it left out.
+    Final(PathBuf, u64, LeftOut),
     /// Could not be created (reported once); only the tail is shown.
     Refused,
 }
@@ -280,15 +281,12 @@ impl Job {
     pub(crate) fn output(&self, need_file: bool) -> Output {
         let stdout = lock(&self.stdout);
         let stderr = lock(&self.stderr);
-        let (stdout_dropped, stdout_unsaved) = stdout.left_out();
-        let (stderr_dropped, stderr_unsaved) = stderr.left_out();
         let out = Output {
             stdout: String::from_utf8_lossy(stdout.recent()).into_owned(),
             stderr: String::from_utf8_lossy(stderr.recent()).into_owned(),
             partial: stdout.is_partial() || stderr.is_partial(),
             full_path: None,
-            dropped: stdout_dropped + stderr_dropped,
-            unsaved: stdout_unsaved + stderr_unsaved,
+            left_out: LeftOut::default(),
             over_quota: false,
         };
         drop(stdout);
@@ -296,11 +294,16 @@ impl Job {
         if !(need_file || out.partial) {
             return out;
         }
-        let full_path = self.write_full_output();
-        Output {
-            over_quota: full_path.is_none() && self.over_quota.load(Ordering::SeqCst),
-            full_path,
-            ..out
+        match self.write_full_output() {
+            Some((path, left_out)) => Output {
+                full_path: Some(path),
+                left_out,
+                ..out
+            },
+            None => Output {
+                over_quota: self.over_quota.load(Ordering::SeqCst),
+                ..out
+            },
         }
     }
 
@@ -320,11 +323,12 @@ impl Job {
     /// from the session quota, and rewritten through its descriptor while
     /// the job runs. Once the job has ended the file is final and the
     /// per-stream spill files are removed.
-    fn write_full_output(&self) -> Option<PathBuf> {
+    /// Returns the path and what the file leaves out.
+    fn write_full_output(&self) -> Option<(PathBuf, LeftOut)> {
         let ended = self.end().is_some();
         let mut log = lock(&self.log);
         match &*log {
-            LogFile::Final(path, _) => return Some(path.clone()),
+            LogFile::Final(path, _, left_out) => return Some((path.clone(), *left_out)),
             LogFile::Refused => return None,
             LogFile::Open(..) => {}
             LogFile::Unopened => match self.create_spill_file(&format!("{}.log", self.id)) {
@@ -367,6 +371,7 @@ impl Job {
             *charged = meta.len();
         }
         written.ok()?;
+        let left_out = LeftOut::of(&stdout).plus(LeftOut::of(&stderr));
         if ended {
             stdout.discard_spill();
             stderr.discard_spill();
@@ -377,9 +382,9 @@ impl Job {
         if ended {
             let length = *charged;
             // Closes the descriptor: the file will not change again.
-            *log = LogFile::Final(path.clone(), length);
+            *log = LogFile::Final(path.clone(), length, left_out);
         }
-        Some(path)
+        Some((path, left_out))
     }
 
     /// Removes the job's saved output (the session is disposed) unless
@@ -389,7 +394,7 @@ impl Job {
             return;
         }
         let mut log = lock(&self.log);
-        if let LogFile::Open(path, _, length) | LogFile::Final(path, length) =
+        if let LogFile::Open(path, _, length) | LogFile::Final(path, length, _) =
             std::mem::replace(&mut *log, LogFile::Refused)
         {
             let _ = std::fs::remove_file(&path);
@@ -406,12 +411,33 @@ pub(crate) struct Output {
     pub stderr: String,
     pub partial: bool,
     pub full_path: Option<PathBuf>,
-    /// Bytes left out of the saved copy between each stream's head and tail.
-    pub dropped: u64,
-    /// Bytes not saved because the session quota was used up.
-    pub unsaved: u64,
+    /// What the file at `full_path` leaves out.
+    pub left_out: LeftOut,
     /// Whether the file was not written for the session quota.
     pub over_quota: bool,
+}
+
+/// Bytes of a job's output its saved file leaves out.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LeftOut {
+    /// Dropped between each stream's head and tail.
+    pub dropped: u64,
+    /// Not saved because the session quota was used up.
+    pub unsaved: u64,
+}
+
+impl LeftOut {
+    fn of(capture: &Capture) -> Self {
+        let (dropped, unsaved) = capture.left_out();
+        Self { dropped, unsaved }
+    }
+
+    fn plus(self, other: Self) -> Self {
+        Self {
+            dropped: self.dropped + other.dropped,
+            unsaved: self.unsaved + other.unsaved,
+        }
+    }
 }
 
 /// Sends SIGKILL to process group `pgid`, ignoring a group that is gone.

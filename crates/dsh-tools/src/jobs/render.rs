@@ -31,20 +31,20 @@ pub(crate) fn render(job: &Job, ended: Option<&Outcome>, extra: &[String]) -> St
             None => "[output truncated; the full output could not be saved]".to_owned(),
         };
         markers.push(note);
-        if output.full_path.is_some() && output.dropped > 0 {
+        if output.full_path.is_some() && output.left_out.dropped > 0 {
             let limits = job.limits();
             markers.push(format!(
                 "[the file keeps the first {} and the last {} bytes of each stream; {} bytes in between were dropped ({SPILL_MAX_BYTES_VAR}={} bytes per job)]",
                 limits.head(),
                 limits.tail(),
-                output.dropped,
+                output.left_out.dropped,
                 limits.job_max
             ));
         }
-        if output.full_path.is_some() && output.unsaved > 0 {
+        if output.full_path.is_some() && output.left_out.unsaved > 0 {
             markers.push(format!(
                 "[the file lacks the last {} bytes: the session's saved tool output reached its quota ({SPILL_SESSION_MAX_BYTES_VAR}={} bytes)]",
-                output.unsaved,
+                output.left_out.unsaved,
                 job.quota().max()
             ));
         }
