@@ -255,3 +255,27 @@ fn the_session_quota_refuses_the_output_file_with_its_variable() {
     assert_eq!(rt.wait_exit(), Some(0));
     assert_eq!(files(&spill), Vec::new());
 }
+
+/// A spill limit that is not a positive number of bytes stops the launch
+/// with a message naming the variable.
+#[test]
+fn a_bad_spill_limit_is_refused_at_launch() {
+    for var in ["DSH_SPILL_MAX_BYTES", "DSH_SPILL_SESSION_MAX_BYTES"] {
+        for bad in ["0", "64MiB"] {
+            let dir = common::TempDir::new("bad-spill-limit");
+            let out = common::dsh(dir.path())
+                .args(["--profile", "sdk"])
+                .env("DSH_HOME", dir.path().join("home"))
+                .env(var, bad)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap_or_else(|e| panic!("run dsh: {e}"));
+            assert_eq!(out.status.code(), Some(1), "{var}={bad}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr).trim_end(),
+                format!("dsh: {var} must be a whole number of bytes above 0, got \"{bad}\"")
+            );
+            assert!(out.stdout.is_empty());
+        }
+    }
+}
