@@ -47,6 +47,10 @@ pub struct ToolsConfig {
     /// `DSH_HOME` ([`Self::with_attachments`]), which the provider reads
     /// the images back from.
     pub attachments: AttachmentStore,
+    /// How much `bash` output is saved per job and per session, and whether
+    /// it is kept after the session (`DSH_SPILL_MAX_BYTES`,
+    /// `DSH_SPILL_SESSION_MAX_BYTES`, `DSH_KEEP_TOOL_OUTPUT`).
+    pub spill: crate::SpillLimits,
 }
 
 impl ToolsConfig {
@@ -64,6 +68,7 @@ impl ToolsConfig {
             web_private_addresses: true,
             web_max_bytes: DEFAULT_WEB_MAX_BYTES,
             file_max_bytes: crate::DEFAULT_FILE_MAX_BYTES,
+            spill: crate::SpillLimits::default(),
         }
     }
 

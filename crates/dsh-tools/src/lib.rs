@@ -67,6 +67,10 @@ pub use context::ToolContext;
 pub use dsh_llm::ToolSpec;
 pub use host::{NullHost, ToolHost};
 pub use jobs::render::OUTPUT_DISPLAY_LIMIT;
+pub use jobs::{
+    DEFAULT_SPILL_MAX_BYTES, DEFAULT_SPILL_SESSION_MAX_BYTES, KEEP_TOOL_OUTPUT_VAR,
+    SPILL_MAX_BYTES_VAR, SPILL_SESSION_MAX_BYTES_VAR, SpillLimits,
+};
 pub use mode::{ParsePermissionModeError, PermissionMode};
 pub use output::{ToolError, ToolOutput, text_block, unknown_tool};
 pub use regular::{DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR};

@@ -1,12 +1,12 @@
 //! Per-session tool state.
 
-use crate::jobs::{Job, kill_group, lock};
+use crate::jobs::{Job, SpillQuota, kill_group, lock};
 use crate::shell::Shell;
 use crate::todo::Todo;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 /// What a file looked like when the session last read or wrote it.
@@ -41,6 +41,7 @@ pub struct SessionTools {
     pub(crate) shell: tokio::sync::Mutex<Option<Shell>>,
     shell_pgid: Mutex<Option<i32>>,
     closed: AtomicBool,
+    spill_quota: OnceLock<Arc<SpillQuota>>,
 }
 
 impl SessionTools {
@@ -50,12 +51,14 @@ impl SessionTools {
     }
 
     /// Kills every job's process group (running or not, so stray children
-    /// of finished commands go too) and the persistent shell; later `bash`
-    /// calls are refused. Idempotent.
+    /// of finished commands go too) and the persistent shell, and removes
+    /// the jobs' saved output unless [`crate::SpillLimits::keep`]; later
+    /// `bash` calls are refused. Idempotent.
     pub fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
         for job in lock(&self.jobs).iter() {
             job.kill("the session shut down");
+            job.dispose_files();
         }
         if let Some(pgid) = lock(&self.shell_pgid).take() {
             kill_group(pgid);
@@ -87,6 +90,14 @@ impl SessionTools {
 
     pub(crate) fn set_todos(&self, todos: Vec<Todo>) {
         *lock(&self.todos) = todos;
+    }
+
+    /// The quota the session's saved job output counts against (`max`
+    /// bytes, fixed by the first call).
+    pub(crate) fn spill_quota(&self, max: u64) -> Arc<SpillQuota> {
+        self.spill_quota
+            .get_or_init(|| SpillQuota::new(max))
+            .clone()
     }
 
     pub(crate) fn add_job(&self, job: Arc<Job>) {

@@ -12,8 +12,10 @@ use dsh_llm::{
 use dsh_server::ServerConfig;
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{
-    DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR, HiddenEnv, NetworkAccess, SandboxConfig,
-    ToolsConfig, sdk_minimal_tools, sdk_tools,
+    DEFAULT_FILE_MAX_BYTES, DEFAULT_SPILL_MAX_BYTES, DEFAULT_SPILL_SESSION_MAX_BYTES,
+    FILE_MAX_BYTES_VAR, HiddenEnv, KEEP_TOOL_OUTPUT_VAR, NetworkAccess, SPILL_MAX_BYTES_VAR,
+    SPILL_SESSION_MAX_BYTES_VAR, SandboxConfig, SpillLimits, ToolsConfig, sdk_minimal_tools,
+    sdk_tools,
 };
 use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
@@ -141,6 +143,10 @@ pub struct Launch {
     sandbox: SandboxSettings,
     /// `DSH_FILE_MAX_BYTES`: the size limit of `read`, `edit` and `write`.
     file_max_bytes: u64,
+    /// `DSH_SPILL_MAX_BYTES`, `DSH_SPILL_SESSION_MAX_BYTES` and
+    /// `DSH_KEEP_TOOL_OUTPUT`: how much `bash` output is saved, and whether
+    /// it outlives its session.
+    spill: SpillLimits,
 }
 
 /// The sandbox settings of the launch environment.
@@ -276,6 +282,15 @@ impl Launch {
         let file_max_bytes = env
             .bytes(FILE_MAX_BYTES_VAR)?
             .unwrap_or(DEFAULT_FILE_MAX_BYTES);
+        let spill = SpillLimits {
+            job_max: env
+                .bytes(SPILL_MAX_BYTES_VAR)?
+                .unwrap_or(DEFAULT_SPILL_MAX_BYTES),
+            session_max: env
+                .bytes(SPILL_SESSION_MAX_BYTES_VAR)?
+                .unwrap_or(DEFAULT_SPILL_SESSION_MAX_BYTES),
+            keep: env.get(KEEP_TOOL_OUTPUT_VAR).as_deref() == Some("1"),
+        };
         let launch = Box::new(Self {
             profile,
             providers,
@@ -284,6 +299,7 @@ impl Launch {
             env,
             sandbox,
             file_max_bytes,
+            spill,
         });
         Ok(match headless {
             Some(args) => Prepared::Headless(launch, args),
@@ -322,6 +338,7 @@ impl Launch {
             tools_config.web_timeout = Duration::from_millis(ms);
         }
         tools_config.file_max_bytes = self.file_max_bytes;
+        tools_config.spill = self.spill;
         let (encoding, tools) = match self.profile.kind {
             ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),
             ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),

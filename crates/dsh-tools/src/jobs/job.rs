@@ -2,6 +2,7 @@
 //! and the `job/registered` / `job/settled` events.
 
 use super::capture::Capture;
+use super::quota::{SpillLimits, SpillQuota, SpillTarget};
 use super::render;
 use super::spill::SpillDir;
 use crate::{PermissionMode, ToolHost};
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
@@ -84,10 +86,12 @@ pub(crate) enum Stream {
 enum LogFile {
     /// Not needed yet.
     Unopened,
-    /// Created; rewritten through this descriptor while the job runs.
-    Open(PathBuf, File),
-    /// Written for the last time after the job ended.
-    Final(PathBuf),
+    /// Created; rewritten through this descriptor while the job runs. The
+    /// number is its length, taken from the session's quota.
+    Open(PathBuf, File, u64),
+    /// Written for the last time after the job ended, with its length and
+    /// the bytes it left out.
+    Final(PathBuf, u64, LeftOut),
     /// Could not be created (reported once); only the tail is shown.
     Refused,
 }
@@ -102,6 +106,8 @@ pub(crate) struct Job {
     pub cwd: PathBuf,
     pub mode: PermissionMode,
     spill_dir: PathBuf,
+    limits: SpillLimits,
+    quota: Arc<SpillQuota>,
     /// The spill directory once opened; `None` when it was refused.
     spill: OnceLock<Option<SpillDir>>,
     pgid: Mutex<Option<i32>>,
@@ -109,6 +115,8 @@ pub(crate) struct Job {
     stderr: Mutex<Capture>,
     kill_reason: Mutex<Option<String>>,
     log: Mutex<LogFile>,
+    /// Set when the session quota refused the `.log` file.
+    over_quota: AtomicBool,
     end: watch::Sender<Option<JobEnd>>,
 }
 
@@ -120,8 +128,13 @@ impl Job {
         call_id: &str,
         cwd: PathBuf,
         mode: PermissionMode,
-        spill_dir: PathBuf,
+        target: SpillTarget,
     ) -> Arc<Self> {
+        let SpillTarget {
+            dir: spill_dir,
+            limits,
+            quota,
+        } = target;
         let hex = uuid::Uuid::new_v4().simple().to_string();
         Arc::new(Self {
             id: format!("bash-{}", &hex[..16]),
@@ -132,12 +145,15 @@ impl Job {
             cwd,
             mode,
             spill_dir,
+            limits,
             spill: OnceLock::new(),
             pgid: Mutex::new(None),
-            stdout: Mutex::new(Capture::default()),
-            stderr: Mutex::new(Capture::default()),
+            stdout: Mutex::new(Capture::new(limits, quota.clone())),
+            stderr: Mutex::new(Capture::new(limits, quota.clone())),
+            quota,
             kill_reason: Mutex::new(None),
             log: Mutex::new(LogFile::Unopened),
+            over_quota: AtomicBool::new(false),
             end: watch::Sender::new(None),
         })
     }
@@ -260,7 +276,8 @@ impl Job {
 
     /// Output snapshot for rendering: lossy text of both streams, whether
     /// either is only a tail, and the path of a file holding everything
-    /// (written on demand when `need_file`).
+    /// that is saved (written on demand when `need_file`). Copies up to the
+    /// spill cap: call it off the async workers.
     pub(crate) fn output(&self, need_file: bool) -> Output {
         let stdout = lock(&self.stdout);
         let stderr = lock(&self.stderr);
@@ -269,46 +286,74 @@ impl Job {
             stderr: String::from_utf8_lossy(stderr.recent()).into_owned(),
             partial: stdout.is_partial() || stderr.is_partial(),
             full_path: None,
+            left_out: LeftOut::default(),
+            over_quota: false,
         };
         drop(stdout);
         drop(stderr);
         if !(need_file || out.partial) {
             return out;
         }
-        Output {
-            full_path: self.write_full_output(),
-            ..out
+        match self.write_full_output() {
+            Some((path, left_out)) => Output {
+                full_path: Some(path),
+                left_out,
+                ..out
+            },
+            None => Output {
+                over_quota: self.over_quota.load(Ordering::SeqCst),
+                ..out
+            },
         }
     }
 
+    /// The spill limits of the job.
+    pub(crate) fn limits(&self) -> &SpillLimits {
+        &self.limits
+    }
+
+    /// The session quota of the job.
+    pub(crate) fn quota(&self) -> &SpillQuota {
+        &self.quota
+    }
+
     /// Writes both streams to `<spill_dir>/<job id>.log` (stdout, then a
-    /// `[stderr]` section). The file is created new (never through an
-    /// existing name) and rewritten through its descriptor while the job
-    /// runs. Once the job has ended the file is final and the per-stream
-    /// spill files are removed.
-    fn write_full_output(&self) -> Option<PathBuf> {
+    /// `[stderr]` section), each at most its saved head and tail. The file
+    /// is created new (never through an existing name), its length taken
+    /// from the session quota, and rewritten through its descriptor while
+    /// the job runs. Once the job has ended the file is final and the
+    /// per-stream spill files are removed.
+    /// Returns the path and what the file leaves out.
+    fn write_full_output(&self) -> Option<(PathBuf, LeftOut)> {
         let ended = self.end().is_some();
         let mut log = lock(&self.log);
         match &*log {
-            LogFile::Final(path) => return Some(path.clone()),
+            LogFile::Final(path, _, left_out) => return Some((path.clone(), *left_out)),
             LogFile::Refused => return None,
             LogFile::Open(..) => {}
             LogFile::Unopened => match self.create_spill_file(&format!("{}.log", self.id)) {
-                Ok((path, file)) => *log = LogFile::Open(path, file),
+                Ok((path, file)) => *log = LogFile::Open(path, file, 0),
                 Err(_) => {
                     *log = LogFile::Refused;
                     return None;
                 }
             },
         }
-        let LogFile::Open(path, file) = &mut *log else {
+        let LogFile::Open(path, file, charged) = &mut *log else {
             return None;
         };
+        let mut stdout = lock(&self.stdout);
+        let mut stderr = lock(&self.stderr);
+        let need = stdout.copy_len() + stderr.copy_len() + "\n[stderr]\n".len() as u64;
+        if need > *charged && !self.quota.try_take(need - *charged) {
+            self.over_quota.store(true, Ordering::SeqCst);
+            tracing::warn!(job = %self.id, "the output file is not written: the session's spill quota is used up");
+            return None;
+        }
+        *charged = (*charged).max(need);
         let written = (|| -> io::Result<()> {
             file.set_len(0)?;
             file.seek(SeekFrom::Start(0))?;
-            let mut stdout = lock(&self.stdout);
-            let mut stderr = lock(&self.stderr);
             stdout.copy_all(file)?;
             if !stderr.is_empty() {
                 if !stdout.is_empty() && !stdout.recent().ends_with(b"\n") {
@@ -317,19 +362,46 @@ impl Job {
                 file.write_all(b"[stderr]\n")?;
                 stderr.copy_all(file)?;
             }
-            if ended {
-                stdout.discard_spill();
-                stderr.discard_spill();
-            }
             Ok(())
         })();
-        let path = path.clone();
-        written.ok()?;
-        if ended {
-            // Closes the descriptor: the file will not change again.
-            *log = LogFile::Final(path.clone());
+        if let Ok(meta) = file.metadata()
+            && meta.len() < *charged
+        {
+            self.quota.give_back(*charged - meta.len());
+            *charged = meta.len();
         }
-        Some(path)
+        written.ok()?;
+        let left_out = LeftOut::of(&stdout).plus(LeftOut::of(&stderr));
+        if ended {
+            stdout.discard_spill();
+            stderr.discard_spill();
+        }
+        drop(stdout);
+        drop(stderr);
+        let path = path.clone();
+        if ended {
+            let length = *charged;
+            // Closes the descriptor: the file will not change again.
+            *log = LogFile::Final(path.clone(), length, left_out);
+        }
+        Some((path, left_out))
+    }
+
+    /// Removes the job's saved output (the session is disposed) unless
+    /// [`SpillLimits::keep`] is set; nothing is saved afterwards.
+    pub(crate) fn dispose_files(&self) {
+        if self.limits.keep {
+            return;
+        }
+        let mut log = lock(&self.log);
+        if let LogFile::Open(path, _, length) | LogFile::Final(path, length, _) =
+            std::mem::replace(&mut *log, LogFile::Refused)
+        {
+            let _ = std::fs::remove_file(&path);
+            self.quota.give_back(length);
+        }
+        lock(&self.stdout).close();
+        lock(&self.stderr).close();
     }
 }
 
@@ -339,6 +411,33 @@ pub(crate) struct Output {
     pub stderr: String,
     pub partial: bool,
     pub full_path: Option<PathBuf>,
+    /// What the file at `full_path` leaves out.
+    pub left_out: LeftOut,
+    /// Whether the file was not written for the session quota.
+    pub over_quota: bool,
+}
+
+/// Bytes of a job's output its saved file leaves out.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LeftOut {
+    /// Dropped between each stream's head and tail.
+    pub dropped: u64,
+    /// Not saved because the session quota was used up.
+    pub unsaved: u64,
+}
+
+impl LeftOut {
+    fn of(capture: &Capture) -> Self {
+        let (dropped, unsaved) = capture.left_out();
+        Self { dropped, unsaved }
+    }
+
+    fn plus(self, other: Self) -> Self {
+        Self {
+            dropped: self.dropped + other.dropped,
+            unsaved: self.unsaved + other.unsaved,
+        }
+    }
 }
 
 /// Sends SIGKILL to process group `pgid`, ignoring a group that is gone.

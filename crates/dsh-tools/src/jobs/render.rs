@@ -1,7 +1,9 @@
 //! The text of a `bash` result: output, then status markers.
 
 use super::job::{Job, Outcome};
+use super::quota::{SPILL_MAX_BYTES_VAR, SPILL_SESSION_MAX_BYTES_VAR};
 use crate::PermissionMode;
+use std::sync::Arc;
 
 /// Most bytes of output shown in one result; longer output keeps its tail
 /// and the whole is written to a file named in the result.
@@ -22,9 +24,30 @@ pub(crate) fn render(job: &Job, ended: Option<&Outcome>, extra: &[String]) -> St
     let mut text = if body.len() > OUTPUT_DISPLAY_LIMIT || output.partial {
         let note = match &output.full_path {
             Some(path) => format!("[output truncated; full output: {}]", path.display()),
+            None if output.over_quota => format!(
+                "[output truncated; the full output could not be saved: the session's saved tool output reached its quota ({SPILL_SESSION_MAX_BYTES_VAR}={} bytes)]",
+                job.quota().max()
+            ),
             None => "[output truncated; the full output could not be saved]".to_owned(),
         };
         markers.push(note);
+        if output.full_path.is_some() && output.left_out.dropped > 0 {
+            let limits = job.limits();
+            markers.push(format!(
+                "[the file keeps the first {} and the last {} bytes of each stream; {} bytes in between were dropped ({SPILL_MAX_BYTES_VAR}={} bytes per job)]",
+                limits.head(),
+                limits.tail(),
+                output.left_out.dropped,
+                limits.job_max
+            ));
+        }
+        if output.full_path.is_some() && output.left_out.unsaved > 0 {
+            markers.push(format!(
+                "[the file lacks the last {} bytes: the session's saved tool output reached its quota ({SPILL_SESSION_MAX_BYTES_VAR}={} bytes)]",
+                output.left_out.unsaved,
+                job.quota().max()
+            ));
+        }
         tail(&body, OUTPUT_DISPLAY_LIMIT).to_owned()
     } else {
         body
@@ -50,6 +73,19 @@ pub(crate) fn render(job: &Job, ended: Option<&Outcome>, extra: &[String]) -> St
         text.push_str(&marker);
     }
     text
+}
+
+/// [`render`] on the blocking pool: writing the output file copies up to
+/// the spill cap, which must not run on an async worker.
+pub(crate) async fn render_off_worker(
+    job: &Arc<Job>,
+    ended: Option<Outcome>,
+    extra: Vec<String>,
+) -> String {
+    let job = job.clone();
+    tokio::task::spawn_blocking(move || render(&job, ended.as_ref(), &extra))
+        .await
+        .unwrap_or_else(|err| format!("[the output could not be shown: {err}]"))
 }
 
 /// `stdout`, then a `[stderr]` section when stderr is non-empty, or

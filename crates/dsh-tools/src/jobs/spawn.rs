@@ -79,19 +79,38 @@ pub(crate) fn start(
     Ok(())
 }
 
-/// Copies one pipe into the job's capture until end of file.
+/// Chunks read from a pipe waiting for the writer; reading stops (the
+/// command blocks on its pipe) while they are full.
+const QUEUED_CHUNKS: usize = 4;
+
+/// Copies one pipe into the job's capture until end of file. The pipe is
+/// read on the async workers; the capture (which writes the spill file) is
+/// fed on the blocking pool, so a command that writes without end never
+/// does file I/O on a worker.
 fn pump(
     job: Arc<Job>,
     stream: Stream,
     mut pipe: impl AsyncRead + Unpin + Send + 'static,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut buf = vec![0u8; 16 * 1024];
+        let (chunks, mut queue) = tokio::sync::mpsc::channel::<Vec<u8>>(QUEUED_CHUNKS);
+        let writer = tokio::task::spawn_blocking(move || {
+            while let Some(chunk) = queue.blocking_recv() {
+                job.push(stream, &chunk);
+            }
+        });
+        let mut buf = vec![0u8; 64 * 1024];
         loop {
             match pipe.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
-                Ok(n) => job.push(stream, &buf[..n]),
+                Ok(n) => {
+                    if chunks.send(buf[..n].to_vec()).await.is_err() {
+                        break;
+                    }
+                }
             }
         }
+        drop(chunks);
+        let _ = writer.await;
     })
 }

@@ -3,7 +3,7 @@
 
 use super::{TypedTool, boolean, justification, number, sandbox_permissions, spec, string};
 use crate::approval::check_escalation;
-use crate::jobs::{self, Job, JobEnd, Outcome, render::render};
+use crate::jobs::{self, Job, JobEnd, Outcome, SpillTarget, render::render_off_worker};
 use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
@@ -120,7 +120,11 @@ impl Bash {
             &ctx.call_id,
             cwd,
             ctx.mode,
-            self.config.spill_dir.clone(),
+            SpillTarget {
+                dir: self.config.spill_dir.clone(),
+                limits: self.config.spill,
+                quota: ctx.state.spill_quota(self.config.spill.session_max),
+            },
         );
         ctx.state.add_job(job.clone());
         ctx.host.emit("job/registered", job.registered_data());
@@ -144,32 +148,39 @@ impl Bash {
             ))
             .with_meta(with_job(meta, &job.id));
         }
-        tokio::select! {
-            end = job.wait(None) => finished(&job, end, meta),
+        let end = tokio::select! {
+            end = job.wait(None) => end,
             () = tokio::time::sleep(timeout) => {
                 let note = format!(
                     "[still running after {}ms; moved to background job {}]",
                     timeout.as_millis(),
                     job.id
                 );
-                ToolOutput::text(render(&job, None, &[note])).with_meta(with_job(meta, &job.id))
+                let text = render_off_worker(&job, None, vec![note]).await;
+                return ToolOutput::text(text).with_meta(with_job(meta, &job.id));
             }
             () = ctx.cancel.cancelled() => {
                 job.kill("cancelled");
                 let end = job.wait(None).await;
-                let mut out = finished(&job, end, meta);
+                let mut out = finished(&job, end, meta).await;
                 out.is_error = true;
-                out
+                return out;
             }
-        }
+        };
+        finished(&job, end, meta).await
     }
 }
 
 /// The result of a call whose job has ended.
-pub(crate) fn finished(job: &Job, end: Option<JobEnd>, meta: serde_json::Value) -> ToolOutput {
+pub(crate) async fn finished(
+    job: &Arc<Job>,
+    end: Option<JobEnd>,
+    meta: serde_json::Value,
+) -> ToolOutput {
     match end.map(|end| end.outcome) {
         Some(Outcome::Failed(text)) => ToolOutput::failure(format!("Error: {text}")),
-        Some(outcome) => ToolOutput::text(render(job, Some(&outcome), &[])).with_meta(meta),
+        Some(outcome) => ToolOutput::text(render_off_worker(job, Some(outcome), Vec::new()).await)
+            .with_meta(meta),
         None => ToolOutput::failure("Error: lost track of the command."),
     }
 }

@@ -2,7 +2,7 @@
 //! `bash` jobs.
 
 use super::{TypedTool, boolean, number, spec, string};
-use crate::jobs::{Job, JobEnd, now_ms, render::render};
+use crate::jobs::{Job, JobEnd, now_ms, render::render_off_worker};
 use crate::{ToolContext, ToolOutput, args};
 use dsh_llm::ToolSpec;
 use serde::Deserialize;
@@ -166,14 +166,14 @@ impl TypedTool for JobOutput {
                 () = ctx.cancel.cancelled() => {}
             }
         }
-        output_of(&job, extra)
+        output_of(&job, extra).await
     }
 }
 
 /// The `job_output` text: a state line, then the output and markers.
-fn output_of(job: &Arc<Job>, extra: Vec<String>) -> ToolOutput {
+async fn output_of(job: &Arc<Job>, extra: Vec<String>) -> ToolOutput {
     let end = job.end();
-    let body = render(job, end.as_ref().map(|end| &end.outcome), &extra);
+    let body = render_off_worker(job, end.as_ref().map(|end| end.outcome.clone()), extra).await;
     let text = format!("Job {}: {}\n{}", job.id, summary(job), body);
     ToolOutput::text(text).with_meta(job_meta(job))
 }
