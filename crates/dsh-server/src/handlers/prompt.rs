@@ -16,10 +16,15 @@ use std::sync::Arc;
 pub fn handle(server: &Server, request: &Request) {
     let prepared = prepare(server, &request.params);
     match prepared {
-        Ok((agent, blocks)) => agent.prompt(blocks, |message_id| {
-            let message_id = message_id.to_owned();
-            server.respond(request, result(&PromptResult { message_id }));
-        }),
+        Ok((agent, blocks)) => {
+            let accepted = agent.prompt(blocks, |message_id| {
+                let message_id = message_id.to_owned();
+                server.respond(request, result(&PromptResult { message_id }));
+            });
+            if let Err(err) = accepted {
+                server.respond(request, Err(err.into()));
+            }
+        }
         Err(err) => server.respond(request, Err(err)),
     }
 }
