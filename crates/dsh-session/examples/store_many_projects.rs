@@ -61,7 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let many = create_cost(&store, "many")?;
     let many_scan = scan_cost(&store)?;
     // A DSH_HOME whose index is not built yet: the first claim pays one scan.
-    std::fs::remove_dir_all(home.path().join("sessions/.by-id"))?;
+    std::fs::remove_dir_all(home.path().join("session-index"))?;
     let start = Instant::now();
     create_cost_once(&store)?;
     let first = start.elapsed();

@@ -1,4 +1,4 @@
-//! The per-id index of session directories (`sessions/.by-id`): claims
+//! The per-id index of session directories (`DSH_HOME/session-index`): claims
 //! write it, lookups trust it only after probing the directory it names,
 //! and logs written without it (official runtime, older dsh) are indexed by
 //! the first claim.
@@ -36,7 +36,7 @@ fn create_written(store: &SessionStore, id: &str, cwd: &str) {
 }
 
 fn entry(home: &Path, id: &str) -> Option<String> {
-    fs::read_to_string(home.join("sessions/.by-id").join(id)).ok()
+    fs::read_to_string(home.join("session-index").join(id)).ok()
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn a_claim_writes_the_entry_and_an_abandoned_claim_removes_it() {
 #[test]
 fn logs_written_without_the_index_are_indexed_by_the_first_claim() {
     let home = temp();
-    // A log the official runtime wrote: no `.by-id` at all.
+    // A log the official runtime wrote: no index at all.
     let foreign = home.path().join("sessions/--elsewhere--/old-1");
     fs::create_dir_all(&foreign).unwrap_or_else(|e| panic!("{e}"));
     fs::write(foreign.join("session.v4.jsonl"), b"").unwrap_or_else(|e| panic!("{e}"));
@@ -90,7 +90,7 @@ fn logs_written_without_the_index_are_indexed_by_the_first_claim() {
         entry(home.path(), "old-1").as_deref(),
         Some("--elsewhere--\n")
     );
-    assert!(home.path().join("sessions/.by-id/~complete").is_file());
+    assert!(home.path().join("session-index/~complete").is_file());
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn an_entry_naming_a_directory_without_the_log_falls_back_to_a_scan() {
     let found = store.locate("moved").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(found.map(|l| l.dir), Some(to));
     // A damaged entry is ignored the same way.
-    fs::write(home.path().join("sessions/.by-id/moved"), b"../../etc\n")
+    fs::write(home.path().join("session-index/moved"), b"../../etc\n")
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(matches!(store.exists("moved"), Ok(true)));
 }

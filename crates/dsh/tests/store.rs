@@ -113,13 +113,11 @@ fn a_new_session_id_has_one_owner_across_runtimes() {
         text.contains("from A") && !text.contains("from B"),
         "{text}"
     );
-    // B created nothing in its own project directory (`.by-id` is the
-    // session index, not a project).
+    // B created nothing in its own project directory.
     let sessions: Vec<_> = fs::read_dir(home.join("sessions"))
         .unwrap_or_else(|e| panic!("{e}"))
         .filter_map(Result::ok)
         .map(|e| e.file_name())
-        .filter(|name| name != ".by-id")
         .collect();
     assert_eq!(sessions.len(), 1, "{sessions:?}");
 }

@@ -28,7 +28,7 @@ pub(crate) struct Claim {
 
 /// Claims `location` for a new session: creates the missing directories
 /// (0700), takes the session lock and writes the id's index entry
-/// (`sessions/.by-id`), all while holding the creation lock of `sessions/`,
+/// (`DSH_HOME/session-index`), all while holding the creation lock of `sessions/`,
 /// after checking that no log of the id exists and that no other live
 /// handle holds a lock of the id.
 ///
@@ -74,7 +74,7 @@ pub(crate) fn claim(store: &SessionStore, location: &SessionLocation) -> Result<
     let _creating = CreationLock::acquire(&sessions)?;
     let index = store.index();
     if index.create()? {
-        unsynced_dirs.push(sessions.clone());
+        unsynced_dirs.push(store.home().to_path_buf());
     }
     if !index.is_complete()? {
         index.build(&sessions)?;

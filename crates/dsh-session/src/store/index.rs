@@ -1,16 +1,20 @@
 //! The per-id index of session directories, so a session is found without
 //! scanning every project directory.
 //!
-//! `DSH_HOME/sessions/.by-id/<encoded id>` is a small file (0600) holding
+//! `DSH_HOME/session-index/<encoded id>` is a small file (0600) holding
 //! the name of the project directory of the session, written under the
 //! creation lock when the id is claimed (a temporary file renamed into
 //! place, so a reader sees the whole entry or none). The marker
-//! `.by-id/~complete` says that every session directory present when the
+//! `session-index/~complete` says that every session directory present when the
 //! index was built is indexed; it is written once, by the first claim in a
 //! `DSH_HOME` without it (one scan), so logs written by the official
 //! runtime or an older dsh are indexed too. `~` never begins an encoded id
 //! (it always starts a `~XXXX` escape), so the marker and the temporary
 //! file cannot collide with an entry.
+//!
+//! The index lives beside `sessions/`, not in it: the official runtime
+//! reads every entry of `sessions/` as a project directory and fails on
+//! anything else.
 //!
 //! The index is a hint: an entry is only believed after the session
 //! directory it names is probed, a missing or unreadable entry falls back
@@ -23,8 +27,8 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// The index directory under `sessions/`.
-pub(crate) const INDEX_DIR: &str = ".by-id";
+/// The index directory under `DSH_HOME`.
+pub(crate) const INDEX_DIR: &str = "session-index";
 /// The marker of a complete index.
 const COMPLETE: &str = "~complete";
 /// The temporary file an entry is written to before its rename.
@@ -45,17 +49,17 @@ pub(crate) fn is_project_name(name: &str) -> bool {
             && !name.contains('/'))
 }
 
-/// The index of one `sessions/` directory.
+/// The index of the `sessions/` directory of one `DSH_HOME`.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionIndex {
     dir: PathBuf,
 }
 
 impl SessionIndex {
-    /// The index of `sessions` (nothing is touched).
-    pub(crate) fn new(sessions: &Path) -> Self {
+    /// The index of `DSH_HOME` `home` (nothing is touched).
+    pub(crate) fn new(home: &Path) -> Self {
         Self {
-            dir: sessions.join(INDEX_DIR),
+            dir: home.join(INDEX_DIR),
         }
     }
 

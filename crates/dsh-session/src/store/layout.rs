@@ -126,7 +126,7 @@ impl SessionStore {
     /// file or owned by another user, or that sits in such a directory, is
     /// refused ([`StoreError::Refused`]).
     ///
-    /// The per-id index (`sessions/.by-id`, see `index.rs`) is asked first:
+    /// The per-id index (`DSH_HOME/session-index`, see `index.rs`) is asked first:
     /// a session dsh created is found without a scan. Only an id the index
     /// does not place in a directory holding its log (a log written by the
     /// official runtime or an older dsh after the index was built, or no log
@@ -153,9 +153,9 @@ impl SessionStore {
         Ok(first)
     }
 
-    /// The index of `sessions/`.
+    /// The session index of this `DSH_HOME`.
     pub(crate) fn index(&self) -> SessionIndex {
-        SessionIndex::new(&self.sessions_dir())
+        SessionIndex::new(&self.home)
     }
 
     /// `id`'s log in the session directory its index entry names, in O(1):
