@@ -99,7 +99,11 @@ fn turn(c: &mut Criterion) {
                             agent = new_agent(&observer, store);
                         }
                         let start = Instant::now();
-                        agent.prompt(vec![json!({"type": "text", "text": "ping"})], |_| {});
+                        if let Err(err) =
+                            agent.prompt(vec![json!({"type": "text", "text": "ping"})], |_| {})
+                        {
+                            panic!("{err}");
+                        }
                         agent.wait_idle().await;
                         total += start.elapsed();
                     }

@@ -4,7 +4,7 @@ use crate::tools::{self, AgentHost};
 use crate::turn;
 use dsh_llm::{Provider, RetryPolicy, Route, ToolSpec};
 use dsh_session::store::ResumeFacts;
-use dsh_session::{EventLog, Message, SystemMessage, UserMessage, events, text_of};
+use dsh_session::{EventLog, LogUnwritable, Message, SystemMessage, UserMessage, events, text_of};
 use dsh_tools::{CancellationToken, SessionTools, ToolHost, ToolSet};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -153,10 +153,22 @@ impl Agent {
     /// announces `running` and starts its turn. The log is flushed, then
     /// `ack` receives the message id while the agent is still locked, so
     /// whatever `ack` emits comes before any event of the turn's steps.
-    pub fn prompt(&self, content: Vec<Value>, ack: impl FnOnce(&str)) {
+    ///
+    /// When the session log cannot be written (a full disk), the prompt is
+    /// refused with [`LogUnwritable`] and nothing is enqueued; the log is
+    /// tried again first, so once space returns the session continues. If
+    /// the write fails only for this prompt's own events, they stay held
+    /// back (written and notified when a write succeeds), the prompt is
+    /// refused all the same and the turn it started ends with the error
+    /// `SESSION_LOG_UNWRITABLE` before any model request.
+    pub fn prompt(&self, content: Vec<Value>, ack: impl FnOnce(&str)) -> Result<(), LogUnwritable> {
+        let mut state = self.inner.state();
+        state.log.flush();
+        if let Some(err) = state.log.unwritable() {
+            return Err(err);
+        }
         let message = UserMessage::new(content, json!({"kind": "user"}));
         let id = message.id.clone();
-        let mut state = self.inner.state();
         let start = state.next_turn.len();
         state.event(
             events::INBOX_SPLICED,
@@ -171,7 +183,11 @@ impl Agent {
             self.inner.wake.notify_one();
         }
         state.log.flush();
+        if let Some(err) = state.log.unwritable() {
+            return Err(err);
+        }
         ack(&id);
+        Ok(())
     }
 
     /// Flushes the log (a barrier before acknowledging a request).

@@ -6,9 +6,10 @@ use crate::state::State;
 use crate::{prose, tools};
 use dsh_llm::{Accumulator, FinishReason, ModelRequest, Settled, StreamRecorder};
 use dsh_session::{
-    AssistantMessage, EventDraft, Message, SystemMessage, UserMessage, events, new_message_id,
-    now_ms, text_block, text_of,
+    AssistantMessage, EventDraft, LogUnwritable, Message, SystemMessage, UserMessage, events,
+    new_message_id, now_ms, text_block, text_of,
 };
+use dsh_tools::ToolOutput;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,10 +30,20 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
             state.start_step(turn, step);
             // Pre-step barrier.
             state.log.flush();
+            if let Some(reason) = log_failure(&state) {
+                state.end_step(turn, step);
+                return reason;
+            }
             if step > 1 {
                 claimed = state.claim_next_step();
             }
-            prepare_request(inner, &mut state, turn, step, std::mem::take(&mut claimed))
+            let request =
+                prepare_request(inner, &mut state, turn, step, std::mem::take(&mut claimed));
+            if let Some(reason) = log_failure(&state) {
+                state.end_step(turn, step);
+                return reason;
+            }
+            request
         };
         let mut retry = 0u32;
         let retry_id = new_message_id();
@@ -121,7 +132,7 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         };
         // Calls run one after another, in model order; each result is
         // committed before the next call starts.
-        for (call_id, name, arguments) in &calls {
+        for (n, (call_id, name, arguments)) in calls.iter().enumerate() {
             let (call_seq, cwd) = {
                 let mut state = inner.state();
                 let seq = state.event(
@@ -134,6 +145,16 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 }
                 // Barrier before a tool runs: its call is on disk first.
                 state.log.flush();
+                if let Some(reason) = log_failure(&state) {
+                    // No tool runs whose call is not on disk: this call and
+                    // the ones after it get a failed result.
+                    for (i, (id, _, _)) in calls.iter().enumerate().skip(n) {
+                        let seq = (i == n).then_some(seq);
+                        state.tool_result(turn, step, id, seq, not_run(&reason));
+                    }
+                    state.end_step(turn, step);
+                    return reason;
+                }
                 (seq, state.cwd.clone())
             };
             let output = tools::run(inner, call_id, name, arguments, cwd).await;
@@ -167,6 +188,32 @@ struct AttemptData<'a> {
     turn: u32,
     step: u32,
     stream: &'a StreamRecorder,
+}
+
+/// The `turn/end` reason of a turn stopped because its session log cannot
+/// be written (a full disk, an I/O error): kind `error` with
+/// `{message: "session log of \"<id>\" cannot be written: <cause>", code:
+/// "SESSION_LOG_UNWRITABLE"}`. Nothing more of the turn is done (no model
+/// request, no tool) while what it did is not on disk. The reason itself is
+/// held back with the events until a write succeeds.
+fn log_failure(state: &State) -> Option<Value> {
+    state.log.unwritable().map(|err| {
+        json!({
+            "kind": "error",
+            "error": {"message": err.to_string(), "code": LogUnwritable::CODE},
+        })
+    })
+}
+
+/// The result of a tool call that was not run because of `reason` (see
+/// [`log_failure`]).
+fn not_run(reason: &Value) -> ToolOutput {
+    let message = reason
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    ToolOutput::failure(format!("Error: the tool was not run: {message}"))
+        .with_error("SessionLogError", LogUnwritable::CODE)
 }
 
 /// `(id, name, arguments)` of a `tool-call` block.

@@ -1,5 +1,6 @@
 use dsh_agent::WorkingDirectoryError;
 use dsh_llm::RouteError;
+use dsh_session::LogUnwritable;
 use dsh_session::store::StoreError;
 
 /// Every way a request can fail. The `Display` text is the wire message,
@@ -34,6 +35,10 @@ pub enum RpcError {
     /// workspace, a symbolic link or foreign entry, I/O…).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The session's log cannot be written (a full disk…): `session log of
+    /// "<id>" cannot be written: <cause>`.
+    #[error(transparent)]
+    LogUnwritable(#[from] LogUnwritable),
     /// A result could not be serialised (a bug, reported rather than hidden).
     #[error("internal error: {0}")]
     Internal(String),

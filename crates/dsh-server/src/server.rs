@@ -3,16 +3,16 @@ use crate::handlers;
 use crate::publish::Publisher;
 use dsh_agent::{Agent, AgentConfig, Profile, Start};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
-use dsh_protocol::methods::{EmptyResult, SESSION_PROMPT, SESSION_WAIT, SHUTDOWN};
+use dsh_protocol::methods::{EmptyResult, SESSION_PROMPT, SESSION_RESUME, SESSION_WAIT, SHUTDOWN};
 use dsh_protocol::{FrameWriter, Incoming, JsonObject, LineReader, Outgoing, Request, classify};
 use dsh_session::store::{
-    Encoding, SessionHeader, SessionStore, SessionWriter, repair_closers, resume_facts,
+    Encoding, ResumeFacts, SessionHeader, SessionStore, SessionWriter, repair_closers, resume_facts,
 };
 use dsh_session::{EventLog, EventObserver, now_ms};
 use dsh_tools::ToolSet;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::io::AsyncRead;
@@ -48,6 +48,8 @@ pub(crate) struct Initialized {
 pub(crate) struct Registry {
     pub initialized: Option<Initialized>,
     pub sessions: HashMap<String, Arc<Agent>>,
+    /// Sessions being resumed (their log is read off the request loop).
+    pub opening: HashSet<String>,
     pub shutting_down: bool,
 }
 
@@ -148,6 +150,9 @@ impl Server {
         if let Some(agent) = registry.sessions.get(id) {
             return Ok(Arc::clone(agent));
         }
+        if registry.opening.contains(id) {
+            return Err(RpcError::AlreadyOpen(id.to_owned()));
+        }
         let header =
             SessionHeader::root(id, now_ms(), Some(init.cwd.to_string_lossy().into_owned()));
         let writer = SessionWriter::create(
@@ -174,40 +179,36 @@ impl Server {
     /// interrupted last turn and `session/end-seed` (to disk only) and
     /// restores the agent with the committed route. Nothing is created or
     /// changed when this fails.
-    pub(crate) fn resume_session(&self, id: &str) -> Result<(), RpcError> {
+    ///
+    /// The log is read and repaired on a blocking thread, without the
+    /// registry lock: other sessions are served meanwhile. While it runs,
+    /// the id is "opening": a second resume, or a prompt that would create
+    /// it, gets `SDK session is already open or opening`.
+    pub(crate) async fn resume_session(&self, id: &str) -> Result<(), RpcError> {
         let init = self.initialized()?;
+        {
+            let mut registry = self.registry();
+            if registry.sessions.contains_key(id) || !registry.opening.insert(id.to_owned()) {
+                return Err(RpcError::AlreadyOpen(id.to_owned()));
+            }
+        }
+        let opening = Opening { server: self, id };
+        let store = self.inner.config.store.clone();
+        let cwd = init.cwd.clone();
+        let owned_id = id.to_owned();
+        let read = tokio::task::spawn_blocking(move || read_stored(&store, &owned_id, &cwd))
+            .await
+            .map_err(|err| RpcError::Internal(format!("resume of \"{id}\" failed: {err}")))??;
         let mut registry = self.registry();
-        if registry.sessions.contains_key(id) {
-            return Err(RpcError::AlreadyOpen(id.to_owned()));
+        opening.release(&mut registry);
+        if registry.shutting_down {
+            return Err(RpcError::ShuttingDown);
         }
-        let location = self
-            .inner
-            .config
-            .store
-            .locate(id)?
-            .ok_or_else(|| RpcError::NotFound(id.to_owned()))?;
-        // Lock and read, then check the workspace before anything is
-        // written: a refusal drops the lock and leaves the log as it was.
-        let locked = SessionWriter::lock_stored(&location)?;
-        let workspace = locked.workspace(&init.cwd)?;
-        let (mut writer, stored) = locked.into_writer()?;
-        let mut events = stored.events;
-        let mut next_seq = events.last().map_or(0, |e| e.seq + 1);
-        for closer in repair_closers(&events, now_ms()) {
-            let event = closer.into_event(next_seq);
-            writer.append_event(&event)?;
-            events.push(event);
-            next_seq += 1;
-        }
-        writer.flush()?;
-        writer.sync()?;
-        let facts = resume_facts(&events)?;
-        let last_time = events.last().map_or(0, |e| e.time);
         let log = EventLog::new(id, Some(self.publisher() as Arc<dyn EventObserver>))
-            .with_writer(writer)
-            .resumed(next_seq, last_time);
-        let config = self.agent_config(id, init, workspace, log);
-        let agent = Agent::create(config, Start::Resumed(Box::new(facts)));
+            .with_writer(read.writer)
+            .resumed(read.next_seq, read.last_time);
+        let config = self.agent_config(id, init, read.workspace, log);
+        let agent = Agent::create(config, Start::Resumed(Box::new(read.facts)));
         registry.sessions.insert(id.to_owned(), Arc::new(agent));
         Ok(())
     }
@@ -256,6 +257,70 @@ impl Server {
     }
 }
 
+/// A stored session read back for resume: what the agent is restored from.
+struct Resumed {
+    writer: SessionWriter,
+    facts: ResumeFacts,
+    next_seq: u64,
+    last_time: u64,
+    workspace: PathBuf,
+}
+
+/// Reads, checks and repairs the stored session `id` (blocking I/O: runs
+/// on a blocking thread). See [`Server::resume_session`].
+fn read_stored(store: &SessionStore, id: &str, cwd: &Path) -> Result<Resumed, RpcError> {
+    let location = store
+        .locate(id)?
+        .ok_or_else(|| RpcError::NotFound(id.to_owned()))?;
+    // Lock and read, then check the workspace before anything is written:
+    // a refusal drops the lock and leaves the log as it was.
+    let locked = SessionWriter::lock_stored(&location)?;
+    let workspace = locked.workspace(cwd)?;
+    let (mut writer, stored) = locked.into_writer()?;
+    let mut events = stored.events;
+    let mut next_seq = events.last().map_or(0, |e| e.seq + 1);
+    for closer in repair_closers(&events, now_ms()) {
+        let event = closer.into_event(next_seq);
+        writer.append_event(&event)?;
+        events.push(event);
+        next_seq += 1;
+    }
+    writer.flush()?;
+    writer.sync()?;
+    let facts = resume_facts(&events)?;
+    let last_time = events.last().map_or(0, |e| e.time);
+    Ok(Resumed {
+        writer,
+        facts,
+        next_seq,
+        last_time,
+        workspace,
+    })
+}
+
+/// An id marked "opening" in the registry, unmarked when dropped (on every
+/// error path of a resume) or [released](Opening::release).
+struct Opening<'a> {
+    server: &'a Server,
+    id: &'a str,
+}
+
+impl Opening<'_> {
+    /// Unmarks the id under the caller's registry lock.
+    fn release(self, registry: &mut Registry) {
+        registry.opening.remove(self.id);
+        // Only references: nothing is leaked, and the lock the caller holds
+        // must not be taken again by `drop`.
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.server.registry().opening.remove(self.id);
+    }
+}
+
 /// Serves requests read from `input` until `shutdown` or end of input.
 /// Every response and notification is queued on the server's writer; the
 /// caller flushes it before exiting.
@@ -301,7 +366,9 @@ async fn serve_lines<R: AsyncRead + Unpin>(
         match request.method.as_str() {
             SHUTDOWN => return Ok((Exit::Shutdown, Some(request))),
             SESSION_PROMPT => handlers::prompt::handle(server, request),
-            SESSION_WAIT => {
+            // Resume reads a log of any size: it must not hold up the
+            // requests after it; like waits, it is answered before exit.
+            SESSION_WAIT | SESSION_RESUME => {
                 let server = server.clone();
                 waits.spawn(async move {
                     let result = server.handle(&request.method, &request.params).await;

@@ -109,6 +109,23 @@ pub struct EventLog {
     write_error: Option<StoreError>,
 }
 
+/// A session whose log cannot be written at the moment (see
+/// [`EventLog::unwritable`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("session log of \"{session_id}\" cannot be written: {cause}")]
+pub struct LogUnwritable {
+    /// The session.
+    pub session_id: String,
+    /// Why the last write failed.
+    pub cause: String,
+}
+
+impl LogUnwritable {
+    /// The failure code a turn ended by it carries (`turn/end` reason
+    /// `error`, `error.code`).
+    pub const CODE: &'static str = "SESSION_LOG_UNWRITABLE";
+}
+
 /// What waits in [`EventLog::unwritten`].
 enum Unwritten {
     /// An event, serialised.
@@ -169,6 +186,19 @@ impl EventLog {
     /// `Some`, appended events are kept and not notified.
     pub fn write_error(&self) -> Option<&StoreError> {
         self.write_error.as_ref()
+    }
+
+    /// [`write_error`](Self::write_error) as the error a client is given:
+    /// `session log of "<id>" cannot be written: <cause>` (the operating
+    /// system's error, e.g. `No space left on device (os error 28)`).
+    pub fn unwritable(&self) -> Option<LogUnwritable> {
+        self.write_error.as_ref().map(|err| LogUnwritable {
+            session_id: self.session_id.clone(),
+            cause: match err {
+                StoreError::Io { source, .. } => source.to_string(),
+                other => other.to_string(),
+            },
+        })
     }
 
     /// Events appended but not yet written, so not yet notified.

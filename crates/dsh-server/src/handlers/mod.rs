@@ -22,7 +22,7 @@ pub async fn dispatch(
 ) -> Result<Value, RpcError> {
     match method {
         INITIALIZE => initialize::handle(server, params),
-        SESSION_RESUME => session::resume(server, params),
+        SESSION_RESUME => session::resume(server, params).await,
         SESSION_WAIT => session::wait(server, params).await,
         WORKING_DIRECTORY_GET => working_directory::get(server, params),
         WORKING_DIRECTORY_SET => working_directory::set(server, params),

@@ -19,10 +19,15 @@ use std::sync::Arc;
 pub fn handle(server: &Server, mut request: Request) {
     let prepared = prepare(server, &mut request.params);
     match prepared {
-        Ok((agent, blocks)) => agent.prompt(blocks, |message_id| {
-            let message_id = message_id.to_owned();
-            server.respond(&request, result(&PromptResult { message_id }));
-        }),
+        Ok((agent, blocks)) => {
+            let accepted = agent.prompt(blocks, |message_id| {
+                let message_id = message_id.to_owned();
+                server.respond(&request, result(&PromptResult { message_id }));
+            });
+            if let Err(err) = accepted {
+                server.respond(&request, Err(err.into()));
+            }
+        }
         Err(err) => server.respond(&request, Err(err)),
     }
 }

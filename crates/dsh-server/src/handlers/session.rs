@@ -7,11 +7,11 @@ use dsh_protocol::methods::EmptyResult;
 use serde_json::Value;
 
 /// `session/resume`: `{}` once the stored session is open again.
-pub fn resume(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
+pub async fn resume(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
     let session_id = params::non_empty_string(p, "sessionId").ok_or_else(|| {
         RpcError::InvalidParams("session/resume requires a non-empty sessionId string".into())
     })?;
-    server.resume_session(session_id)?;
+    server.resume_session(session_id).await?;
     result(&EmptyResult {})
 }
 

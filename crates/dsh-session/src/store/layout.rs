@@ -2,7 +2,8 @@
 //! finding one by id.
 
 use super::error::StoreError;
-use super::names::{NO_CWD_DIR, encode_session_id, project_key};
+use super::index::{SessionIndex, is_project_name};
+use super::names::{encode_session_id, project_key};
 use crate::private_fs::{file_exists, verify_dir};
 use std::fs;
 use std::io;
@@ -124,7 +125,16 @@ impl SessionStore {
     /// write) does not count. A log that is a symbolic link, not a regular
     /// file or owned by another user, or that sits in such a directory, is
     /// refused ([`StoreError::Refused`]).
+    ///
+    /// The per-id index (`DSH_HOME/session-index`, see `index.rs`) is asked first:
+    /// a session dsh created is found without a scan. Only an id the index
+    /// does not place in a directory holding its log (a log written by the
+    /// official runtime or an older dsh after the index was built, or no log
+    /// at all) costs a scan of every project directory.
     pub fn locate(&self, id: &str) -> Result<Option<SessionLocation>, StoreError> {
+        if let Some(location) = self.locate_indexed(id)? {
+            return Ok(Some(location));
+        }
         let mut found: Vec<SessionLocation> = Vec::new();
         for dir in self.session_dirs(id)? {
             if let Some(location) = probe(id, &dir)? {
@@ -143,6 +153,29 @@ impl SessionStore {
         Ok(first)
     }
 
+    /// The session index of this `DSH_HOME`.
+    pub(crate) fn index(&self) -> SessionIndex {
+        SessionIndex::new(&self.home)
+    }
+
+    /// `id`'s log in the session directory its index entry names, in O(1):
+    /// `Ok(None)` when there is no entry or that directory holds no log.
+    pub(crate) fn locate_indexed(&self, id: &str) -> Result<Option<SessionLocation>, StoreError> {
+        match self.indexed_dir(id)? {
+            Some(dir) => probe(id, &dir),
+            None => Ok(None),
+        }
+    }
+
+    /// The session directory `id`'s index entry names, if there is one.
+    pub(crate) fn indexed_dir(&self, id: &str) -> Result<Option<PathBuf>, StoreError> {
+        let segment = encode_session_id(id);
+        Ok(self
+            .index()
+            .project_of(&segment)?
+            .map(|project| self.sessions_dir().join(project).join(segment)))
+    }
+
     /// Every entry named for `id` in a project directory, with a log or
     /// without one (a session being created, or left by a crashed creator),
     /// sorted.
@@ -159,8 +192,7 @@ impl SessionStore {
             let entry = entry.map_err(|e| StoreError::io("read directory", &sessions, e))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let is_project = name == NO_CWD_DIR
-                || (name.len() >= 4 && name.starts_with("--") && name.ends_with("--"));
+            let is_project = is_project_name(name);
             let dir = entry.path().join(&segment);
             if is_project && present(&dir)? {
                 dirs.push(dir);

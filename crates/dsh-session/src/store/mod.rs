@@ -46,6 +46,7 @@ mod error;
 mod facts;
 mod fsutil;
 mod header;
+mod index;
 mod layout;
 mod lock;
 mod locked;
