@@ -223,6 +223,12 @@ mod tests {
             match item {
                 Ok('"') => out.push_str("\\\""),
                 Ok('\\') => out.push_str("\\\\"),
+                // JSON.stringify's short escapes (serde_json writes the same).
+                Ok('\u{8}') => out.push_str("\\b"),
+                Ok('\u{c}') => out.push_str("\\f"),
+                Ok('\n') => out.push_str("\\n"),
+                Ok('\r') => out.push_str("\\r"),
+                Ok('\t') => out.push_str("\\t"),
                 Ok(c) if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
                 Ok(c) if ascii && !c.is_ascii() => {
                     let mut buf = [0u16; 2];
