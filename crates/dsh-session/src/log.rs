@@ -1,6 +1,6 @@
 use crate::store::{SessionWriter, StoreError};
+use bytes::Bytes;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,11 +22,35 @@ pub enum SessionStatus {
     Idle,
 }
 
+/// One serialised event exactly as it is written to the log and sent on the
+/// wire: one compact JSON object (lone surrogates as `\udXXX` escapes), no
+/// line break. Cloning shares the bytes: the log, the observers and queued
+/// frames hold one copy of an event, however large.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventBytes(Bytes);
+
+impl EventBytes {
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The bytes as text (they are UTF-8 by construction; validated here).
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    /// A shared handle to the bytes (no copy).
+    pub fn shared(&self) -> Bytes {
+        self.0.clone()
+    }
+}
+
 /// Receives every event of a published session, in append order, already
 /// serialised, and the session's status transitions in order with them.
 pub trait EventObserver: Send + Sync {
     /// One appended event.
-    fn on_event(&self, session_id: &str, event: &RawValue);
+    fn on_event(&self, session_id: &str, event: &EventBytes);
     /// A whole-agent status transition.
     fn on_status(&self, session_id: &str, status: SessionStatus);
 }
@@ -129,7 +153,7 @@ impl LogUnwritable {
 /// What waits in [`EventLog::unwritten`].
 enum Unwritten {
     /// An event, serialised.
-    Event(Box<RawValue>),
+    Event(EventBytes),
     /// A status transition announced after the events before it.
     Status(SessionStatus),
 }
@@ -236,7 +260,10 @@ impl EventLog {
             source_event_seqs: draft.source_event_seqs,
             surface_op: draft.surface_append.then_some("append"),
         };
-        let raw = serde_json::value::to_raw_value(&envelope)?;
+        // Serialised once; the same bytes are written and notified.
+        let raw = EventBytes(Bytes::from(dsh_protocol::surrogates::decode(
+            serde_json::to_vec(&envelope)?,
+        )));
         self.next_seq += 1;
         self.last_time = time;
         if self.writer.is_none() {
@@ -338,7 +365,7 @@ fn hand_over(
         Unwritten::Status(_) => None,
     });
     for raw in events.skip(*handed) {
-        writer.append_raw(raw)?;
+        writer.append_bytes(raw.as_bytes())?;
         *handed += 1;
     }
     Ok(())
@@ -354,9 +381,9 @@ mod tests {
     struct Record(Mutex<Vec<String>>);
 
     impl EventObserver for Record {
-        fn on_event(&self, session_id: &str, event: &RawValue) {
+        fn on_event(&self, session_id: &str, event: &EventBytes) {
             if let Ok(mut v) = self.0.lock() {
-                v.push(format!("{session_id} {}", event.get()));
+                v.push(format!("{session_id} {}", event.as_str()));
             }
         }
         fn on_status(&self, session_id: &str, status: SessionStatus) {
@@ -402,8 +429,8 @@ mod tests {
     }
 
     impl EventObserver for DiskCheck {
-        fn on_event(&self, _session_id: &str, event: &RawValue) {
-            let value: serde_json::Value = serde_json::from_str(event.get()).unwrap_or_default();
+        fn on_event(&self, _session_id: &str, event: &EventBytes) {
+            let value: serde_json::Value = serde_json::from_str(event.as_str()).unwrap_or_default();
             let seq = value["seq"].as_u64().unwrap_or(u64::MAX);
             let stored = crate::store::SessionReader::read(&self.location)
                 .map(|s| {

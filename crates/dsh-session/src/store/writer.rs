@@ -319,10 +319,15 @@ impl SessionWriter {
     /// no `\n`; lone-surrogate markers written back as `\udXXX` escapes, see
     /// [`dsh_protocol::surrogates`]) plus `\n`.
     pub fn append(&mut self, line: &str) -> Result<(), StoreError> {
+        self.append_bytes(line.as_bytes())
+    }
+
+    /// [`append`](Self::append) for a line given as UTF-8 bytes.
+    pub fn append_bytes(&mut self, line: &[u8]) -> Result<(), StoreError> {
         if matches!(self.sink, Sink::Poisoned { .. }) {
             return Err(self.poisoned());
         }
-        if line.is_empty() || line.contains('\n') {
+        if line.is_empty() || memchr::memchr(b'\n', line).is_some() {
             return Err(StoreError::InvalidEvent {
                 id: self.location.id.clone(),
                 reason: if line.is_empty() {
@@ -333,7 +338,7 @@ impl SessionWriter {
             });
         }
         self.buf.reserve(line.len() + 1);
-        dsh_protocol::surrogates::decode_into(&mut self.buf, line.as_bytes());
+        dsh_protocol::surrogates::decode_into(&mut self.buf, line);
         self.buf.push(b'\n');
         self.buffered += 1;
         Ok(())
