@@ -1,7 +1,7 @@
 use crate::RequestId;
 use bytes::Bytes;
 use serde::Serialize;
-use std::io::Write;
+use std::io::{IoSlice, Write};
 
 /// The only error code the official runtime emits (`-32603`); the message
 /// text is the user-visible contract.
@@ -114,12 +114,26 @@ impl Outgoing {
         }
     }
 
-    /// Writes the frame's bytes (including the trailing `\n`) to `out`.
+    /// Writes the frame's bytes (including the trailing `\n`) to `out`: one
+    /// `write` or, for a frame sharing an event, one vectored write of its
+    /// parts (a pipe gets the frame whole, as from a single buffer).
     pub fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
-        out.write_all(&self.head)?;
-        if let Some((event, tail)) = &self.shared {
-            out.write_all(event)?;
-            out.write_all(tail)?;
+        let Some((event, tail)) = &self.shared else {
+            return out.write_all(&self.head);
+        };
+        let mut parts = [
+            IoSlice::new(&self.head),
+            IoSlice::new(event),
+            IoSlice::new(tail),
+        ];
+        let mut rest = &mut parts[..];
+        while !rest.is_empty() {
+            match out.write_vectored(rest) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut rest, n),
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
         }
         Ok(())
     }

@@ -30,19 +30,30 @@ pub enum SessionStatus {
 pub struct EventBytes(Bytes);
 
 impl EventBytes {
-    /// The bytes.
+    /// Holds `json` followed by the `\n` that ends its log line.
+    fn new(mut json: Vec<u8>) -> Self {
+        json.push(b'\n');
+        Self(Bytes::from(json))
+    }
+
+    /// The event's bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        &self.0[..self.0.len().saturating_sub(1)]
     }
 
-    /// The bytes as text (they are UTF-8 by construction; validated here).
+    /// The event as text (UTF-8 by construction; validated here).
     pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).unwrap_or_default()
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
     }
 
-    /// A shared handle to the bytes (no copy).
+    /// A shared handle to the event's bytes (no copy).
     pub fn shared(&self) -> Bytes {
-        self.0.clone()
+        self.0.slice(..self.0.len().saturating_sub(1))
+    }
+
+    /// The log line: the event and its `\n`.
+    fn line(&self) -> &[u8] {
+        &self.0
     }
 }
 
@@ -261,9 +272,9 @@ impl EventLog {
             surface_op: draft.surface_append.then_some("append"),
         };
         // Serialised once; the same bytes are written and notified.
-        let raw = EventBytes(Bytes::from(dsh_protocol::surrogates::decode(
-            serde_json::to_vec(&envelope)?,
-        )));
+        let raw = EventBytes::new(dsh_protocol::surrogates::decode(serde_json::to_vec(
+            &envelope,
+        )?));
         self.next_seq += 1;
         self.last_time = time;
         if self.writer.is_none() {
@@ -365,7 +376,7 @@ fn hand_over(
         Unwritten::Status(_) => None,
     });
     for raw in events.skip(*handed) {
-        writer.append_bytes(raw.as_bytes())?;
+        writer.append_line(raw.line())?;
         *handed += 1;
     }
     Ok(())
