@@ -9,9 +9,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use dsh_agent::{Agent, AgentConfig, PermissionMode, Profile, Start};
 use dsh_llm::{ProviderEnv, ProviderRegistry, RetryPolicy, Route};
 use dsh_session::store::{Encoding, SessionHeader, SessionStore, SessionWriter};
-use dsh_session::{EventLog, EventObserver, SessionStatus};
+use dsh_session::{EventBytes, EventLog, EventObserver, SessionStatus};
 use serde_json::json;
-use serde_json::value::RawValue;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -20,8 +19,8 @@ use std::time::{Duration, Instant};
 struct CountingObserver(AtomicUsize);
 
 impl EventObserver for CountingObserver {
-    fn on_event(&self, _session_id: &str, event: &RawValue) {
-        self.0.fetch_add(event.get().len(), Ordering::Relaxed);
+    fn on_event(&self, _session_id: &str, event: &EventBytes) {
+        self.0.fetch_add(event.as_bytes().len(), Ordering::Relaxed);
     }
     fn on_status(&self, _session_id: &str, _status: SessionStatus) {}
 }

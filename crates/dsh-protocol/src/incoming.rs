@@ -222,7 +222,7 @@ mod tests {
         };
         assert_eq!(invalid.id, RequestId::Str("t".into()));
         assert_eq!(
-            std::str::from_utf8(invalid.answer().as_bytes()).ok(),
+            String::from_utf8(invalid.answer().to_vec()).ok().as_deref(),
             Some(
                 "{\"jsonrpc\":\"2.0\",\"id\":\"t\",\"error\":{\"code\":-32603,\"message\":\"invalid request: EOF while parsing an object at line 1 column 22\"}}\n"
             )

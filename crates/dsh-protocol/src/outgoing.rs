@@ -1,6 +1,7 @@
 use crate::RequestId;
+use bytes::Bytes;
 use serde::Serialize;
-use serde_json::value::RawValue;
+use std::io::{IoSlice, Write};
 
 /// The only error code the official runtime emits (`-32603`); the message
 /// text is the user-visible contract.
@@ -11,8 +12,16 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// serde_json escapes control characters, so a frame never contains a raw
 /// CR or LF before its terminator; non-ASCII text is written as raw UTF-8,
 /// lone surrogates as `\udXXX` escapes (as the official runtime writes them).
+///
+/// A `session.event` frame shares its event's bytes with the session log
+/// instead of copying them ([`Outgoing::session_event`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outgoing(Vec<u8>);
+pub struct Outgoing {
+    /// The whole frame, or its part before a shared event.
+    head: Vec<u8>,
+    /// A shared event and the bytes that close the frame after it.
+    shared: Option<(Bytes, &'static [u8])>,
+}
 
 #[derive(Serialize)]
 struct ResponseFrame<'a, T> {
@@ -41,20 +50,16 @@ struct NotificationFrame<'a, T> {
     params: &'a T,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct EventParams<'a> {
-    session_id: &'a str,
-    event: &'a RawValue,
-}
-
 impl Outgoing {
     /// Every frame passes here: lone-surrogate markers become `\udXXX`
     /// escapes again ([`surrogates`](crate::surrogates)).
     fn finish(bytes: Vec<u8>) -> Self {
         let mut bytes = crate::surrogates::decode(bytes);
         bytes.push(b'\n');
-        Self(bytes)
+        Self {
+            head: bytes,
+            shared: None,
+        }
     }
 
     /// `{"jsonrpc":"2.0","id":…,"result":…}`.
@@ -91,27 +96,57 @@ impl Outgoing {
         serde_json::to_vec(&frame).map(Self::finish)
     }
 
-    /// A `session.event` notification around an already serialised event, so
-    /// that the event's bytes are the ones persisted, not a re-serialisation.
-    pub fn session_event(session_id: &str, event: &RawValue) -> Self {
-        let frame = NotificationFrame {
-            jsonrpc: "2.0",
-            method: crate::notifications::SESSION_EVENT,
-            params: &EventParams { session_id, event },
-        };
-        // Sized up front: a large event is copied once, without the slack
-        // of a growing buffer.
-        let mut bytes = Vec::with_capacity(event.get().len() + 2 * session_id.len() + 96);
-        // Strings and a raw value always serialise.
-        match serde_json::to_writer(&mut bytes, &frame) {
-            Ok(()) => Self::finish(bytes),
-            Err(_) => Self(Vec::new()),
+    /// A `session.event` notification around an already serialised event
+    /// (compact JSON whose lone surrogates are escapes again), sharing its
+    /// bytes: the event is neither re-serialised nor copied, so the bytes
+    /// sent are the ones persisted.
+    pub fn session_event(session_id: &str, event: Bytes) -> Self {
+        let mut head = Vec::with_capacity(session_id.len() + 80);
+        head.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"");
+        head.extend_from_slice(crate::notifications::SESSION_EVENT.as_bytes());
+        head.extend_from_slice(b"\",\"params\":{\"sessionId\":");
+        // A string always serialises.
+        let _ = serde_json::to_writer(&mut head, session_id);
+        head.extend_from_slice(b",\"event\":");
+        Self {
+            head: crate::surrogates::decode(head),
+            shared: Some((event, b"}}\n")),
         }
     }
 
-    /// The frame's bytes, including the trailing `\n`.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+    /// Writes the frame's bytes (including the trailing `\n`) to `out`: one
+    /// `write` or, for a frame sharing an event, one vectored write of its
+    /// parts (a pipe gets the frame whole, as from a single buffer).
+    pub fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let Some((event, tail)) = &self.shared else {
+            return out.write_all(&self.head);
+        };
+        let mut parts = [
+            IoSlice::new(&self.head),
+            IoSlice::new(event),
+            IoSlice::new(tail),
+        ];
+        let mut rest = &mut parts[..];
+        while !rest.is_empty() {
+            match out.write_vectored(rest) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut rest, n),
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// The frame's bytes, including the trailing `\n` (a copy for a frame
+    /// that shares an event).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(
+            self.head.len() + self.shared.as_ref().map_or(0, |(e, t)| e.len() + t.len()),
+        );
+        // Writing to a Vec cannot fail.
+        let _ = self.write_to(&mut bytes);
+        bytes
     }
 }
 
@@ -120,8 +155,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn text(frame: &Outgoing) -> &str {
-        std::str::from_utf8(frame.as_bytes()).unwrap_or("<invalid utf-8>")
+    fn text(frame: &Outgoing) -> String {
+        String::from_utf8(frame.to_vec()).unwrap_or_else(|_| "<invalid utf-8>".into())
     }
 
     #[test]
@@ -141,14 +176,18 @@ mod tests {
 
     #[test]
     fn session_event_embeds_the_raw_event_bytes() {
-        let raw = RawValue::from_string(
-            r#"{"type":"turn/start","seq":4,"time":1,"data":{"turn":1}}"#.into(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let frame = Outgoing::session_event("s é", &raw);
-        assert_eq!(
-            text(&frame),
-            "{\"jsonrpc\":\"2.0\",\"method\":\"session.event\",\"params\":{\"sessionId\":\"s é\",\"event\":{\"type\":\"turn/start\",\"seq\":4,\"time\":1,\"data\":{\"turn\":1}}}}\n"
-        );
+        let raw =
+            Bytes::from_static(br#"{"type":"turn/start","seq":4,"time":1,"data":{"turn":1}}"#);
+        let frame = Outgoing::session_event("s é\u{10FFFF}\u{10F000}", raw.clone());
+        let expected = "{\"jsonrpc\":\"2.0\",\"method\":\"session.event\",\"params\":{\"sessionId\":\"s é\\ud800\",\"event\":{\"type\":\"turn/start\",\"seq\":4,\"time\":1,\"data\":{\"turn\":1}}}}\n";
+        assert_eq!(text(&frame), expected);
+        // The event's bytes are shared, not copied.
+        assert!(matches!(&frame.shared, Some((event, _)) if event.as_ptr() == raw.as_ptr()));
+        // The same bytes as the notification built from values.
+        let value: serde_json::Value = serde_json::from_slice(&raw).unwrap_or_default();
+        let params = json!({"sessionId": "s é\u{10FFFF}\u{10F000}", "event": value});
+        let built =
+            Outgoing::notification("session.event", &params).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(text(&built), expected);
     }
 }

@@ -52,7 +52,7 @@ fn write_loop<W: Write>(mut out: W, rx: mpsc::Receiver<Command>) {
     for command in rx {
         match command {
             Command::Frame(frame) if !broken => {
-                if let Err(err) = out.write_all(frame.as_bytes()).and_then(|()| out.flush()) {
+                if let Err(err) = frame.write_to(&mut out).and_then(|()| out.flush()) {
                     tracing::warn!("protocol output failed, dropping further frames: {err}");
                     broken = true;
                 }

@@ -67,7 +67,7 @@ proptest! {
             Incoming::Request(request) => prop_assert_eq!(request.id, expected),
             Incoming::Invalid(invalid) => {
                 prop_assert_eq!(&invalid.id, &expected);
-                let answer: Value = lenient::from_slice(invalid.answer().as_bytes())
+                let answer: Value = lenient::from_slice(&invalid.answer().to_vec())
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 let message = answer["error"]["message"].as_str().unwrap_or_default();
                 prop_assert!(message.starts_with("invalid request: "), "{}", message);

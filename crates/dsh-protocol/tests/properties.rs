@@ -81,10 +81,10 @@ proptest! {
         }
         // The answer echoes the id with its JSON type, on one line.
         let answer = Outgoing::error(&request.id, &method);
-        let text = std::str::from_utf8(answer.as_bytes()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let text = String::from_utf8(answer.to_vec()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert!(text.ends_with('\n'));
         prop_assert!(!text[..text.len() - 1].contains(['\n', '\r']));
-        let parsed: Value = serde_json::from_str(text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let parsed: Value = serde_json::from_str(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&parsed["id"], &id);
         prop_assert_eq!(&parsed["error"]["message"], &json!(method));
     }
@@ -103,7 +103,7 @@ proptest! {
     #[test]
     fn frames_are_single_valid_utf8_lines(method in any::<String>(), text in any::<String>()) {
         let frame = Outgoing::notification(&method, &json!({"t": text})).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let bytes = frame.as_bytes();
+        let bytes = &frame.to_vec()[..];
         prop_assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 1);
         prop_assert_eq!(bytes.last(), Some(&b'\n'));
         prop_assert!(!bytes.contains(&b'\r'));

@@ -1,7 +1,6 @@
 use dsh_protocol::notifications::{SESSION_STATUS, SessionStatusParams, Status};
 use dsh_protocol::{FrameWriter, Outgoing};
-use dsh_session::{EventObserver, SessionStatus};
-use serde_json::value::RawValue;
+use dsh_session::{EventBytes, EventObserver, SessionStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,9 +23,11 @@ impl Publisher {
 }
 
 impl EventObserver for Publisher {
-    fn on_event(&self, session_id: &str, event: &RawValue) {
+    fn on_event(&self, session_id: &str, event: &EventBytes) {
         if self.live() {
-            self.writer.send(Outgoing::session_event(session_id, event));
+            // The frame shares the event's bytes with the log: no copy.
+            self.writer
+                .send(Outgoing::session_event(session_id, event.shared()));
         }
     }
 

@@ -12,9 +12,8 @@
 //! system that will hold `DSH_HOME`).
 
 use dsh_session::store::{Encoding, SessionHeader, SessionStore, SessionWriter, StoreError};
-use dsh_session::{EventDraft, EventLog, EventObserver, SessionStatus};
+use dsh_session::{EventBytes, EventDraft, EventLog, EventObserver, SessionStatus};
 use serde_json::json;
-use serde_json::value::RawValue;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,8 +74,8 @@ fn batch_cost(
 struct Counting(AtomicUsize);
 
 impl EventObserver for Counting {
-    fn on_event(&self, _session_id: &str, event: &RawValue) {
-        self.0.fetch_add(event.get().len(), Ordering::Relaxed);
+    fn on_event(&self, _session_id: &str, event: &EventBytes) {
+        self.0.fetch_add(event.as_bytes().len(), Ordering::Relaxed);
     }
     fn on_status(&self, _session_id: &str, _status: SessionStatus) {}
 }

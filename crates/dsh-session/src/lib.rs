@@ -20,7 +20,9 @@ pub mod events;
 pub mod private_fs;
 pub mod store;
 
-pub use log::{EventDraft, EventLog, EventObserver, LogUnwritable, SessionStatus, now_ms};
+pub use log::{
+    EventBytes, EventDraft, EventLog, EventObserver, LogUnwritable, SessionStatus, now_ms,
+};
 pub use message::{
     AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, new_message_id, text_block,
     text_of,

@@ -1,6 +1,6 @@
 use crate::store::{SessionWriter, StoreError};
+use bytes::Bytes;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,11 +22,46 @@ pub enum SessionStatus {
     Idle,
 }
 
+/// One serialised event exactly as it is written to the log and sent on the
+/// wire: one compact JSON object (lone surrogates as `\udXXX` escapes), no
+/// line break. Cloning shares the bytes: the log, the observers and queued
+/// frames hold one copy of an event, however large.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventBytes(Bytes);
+
+impl EventBytes {
+    /// Holds `json` followed by the `\n` that ends its log line.
+    fn new(mut json: Vec<u8>) -> Self {
+        json.push(b'\n');
+        Self(Bytes::from(json))
+    }
+
+    /// The event's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0[..self.0.len().saturating_sub(1)]
+    }
+
+    /// The event as text (UTF-8 by construction; validated here).
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+
+    /// A shared handle to the event's bytes (no copy).
+    pub fn shared(&self) -> Bytes {
+        self.0.slice(..self.0.len().saturating_sub(1))
+    }
+
+    /// The log line: the event and its `\n`.
+    fn line(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 /// Receives every event of a published session, in append order, already
 /// serialised, and the session's status transitions in order with them.
 pub trait EventObserver: Send + Sync {
     /// One appended event.
-    fn on_event(&self, session_id: &str, event: &RawValue);
+    fn on_event(&self, session_id: &str, event: &EventBytes);
     /// A whole-agent status transition.
     fn on_status(&self, session_id: &str, status: SessionStatus);
 }
@@ -129,7 +164,7 @@ impl LogUnwritable {
 /// What waits in [`EventLog::unwritten`].
 enum Unwritten {
     /// An event, serialised.
-    Event(Box<RawValue>),
+    Event(EventBytes),
     /// A status transition announced after the events before it.
     Status(SessionStatus),
 }
@@ -236,7 +271,10 @@ impl EventLog {
             source_event_seqs: draft.source_event_seqs,
             surface_op: draft.surface_append.then_some("append"),
         };
-        let raw = serde_json::value::to_raw_value(&envelope)?;
+        // Serialised once; the same bytes are written and notified.
+        let raw = EventBytes::new(dsh_protocol::surrogates::decode(serde_json::to_vec(
+            &envelope,
+        )?));
         self.next_seq += 1;
         self.last_time = time;
         if self.writer.is_none() {
@@ -338,7 +376,7 @@ fn hand_over(
         Unwritten::Status(_) => None,
     });
     for raw in events.skip(*handed) {
-        writer.append_raw(raw)?;
+        writer.append_line(raw.line())?;
         *handed += 1;
     }
     Ok(())
@@ -354,9 +392,9 @@ mod tests {
     struct Record(Mutex<Vec<String>>);
 
     impl EventObserver for Record {
-        fn on_event(&self, session_id: &str, event: &RawValue) {
+        fn on_event(&self, session_id: &str, event: &EventBytes) {
             if let Ok(mut v) = self.0.lock() {
-                v.push(format!("{session_id} {}", event.get()));
+                v.push(format!("{session_id} {}", event.as_str()));
             }
         }
         fn on_status(&self, session_id: &str, status: SessionStatus) {
@@ -402,8 +440,8 @@ mod tests {
     }
 
     impl EventObserver for DiskCheck {
-        fn on_event(&self, _session_id: &str, event: &RawValue) {
-            let value: serde_json::Value = serde_json::from_str(event.get()).unwrap_or_default();
+        fn on_event(&self, _session_id: &str, event: &EventBytes) {
+            let value: serde_json::Value = serde_json::from_str(event.as_str()).unwrap_or_default();
             let seq = value["seq"].as_u64().unwrap_or(u64::MAX);
             let stored = crate::store::SessionReader::read(&self.location)
                 .map(|s| {

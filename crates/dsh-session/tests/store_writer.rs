@@ -570,3 +570,48 @@ fn reopened_logs_keep_their_inode_and_grow_by_appends() {
     );
     assert_eq!(fs::metadata(&location.file).map(|m| m.ino()).ok(), inode);
 }
+
+#[test]
+fn large_escaped_lines_are_written_at_once_and_stored_as_given() {
+    for encoding in [Encoding::Plain, Encoding::Zstd] {
+        let home = temp();
+        let store = SessionStore::new(home.path());
+        let mut writer = must(SessionWriter::create(&store, &header("direct"), encoding));
+        // The first batch creates the log (always buffered).
+        must(writer.append(&line(&event(0))));
+        must(writer.flush());
+        let before = writer.file_len();
+        // Already escaped: a literal U+10FFFF and an escaped lone surrogate
+        // are stored as given (not decoded a second time).
+        let big = format!(
+            "{{\"type\":\"user/message\",\"seq\":1,\"time\":2,\"data\":{{\"text\":\"\u{10FFFF}\\ud800{}\"}}}}\n",
+            "y".repeat(200 * 1024)
+        );
+        must(writer.append_line(big.as_bytes()));
+        assert!(
+            writer.file_len() > before,
+            "{encoding:?}: written without a flush"
+        );
+        assert_eq!(writer.buffered_events(), 0);
+        let small = format!("{}\n", line(&event(2)));
+        must(writer.append_line(small.as_bytes()));
+        assert_eq!(
+            writer.buffered_events(),
+            1,
+            "{encoding:?}: a small line is buffered"
+        );
+        must(writer.flush());
+        let stored = read(writer.location());
+        assert_eq!(stored.events.len(), 3);
+        let text = stored.events[1].data["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with('\u{10FFFF}'), "{encoding:?}");
+        if encoding == Encoding::Plain {
+            let file = fs::read_to_string(&writer.location().file).unwrap_or_default();
+            assert!(file.contains(&big), "the line is stored byte for byte");
+        }
+        assert!(matches!(
+            writer.append_line(b"{\n}\n"),
+            Err(StoreError::InvalidEvent { .. })
+        ));
+    }
+}

@@ -57,6 +57,19 @@ impl Write for ChannelWrite {
             .map_err(|_| std::io::ErrorKind::BrokenPipe)?;
         Ok(buf.len())
     }
+    /// One message per call, whatever the parts: the client reads one
+    /// frame per message.
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let mut frame = Vec::with_capacity(bufs.iter().map(|part| part.len()).sum());
+        for part in bufs {
+            frame.extend_from_slice(part);
+        }
+        let len = frame.len();
+        self.0
+            .send(frame)
+            .map_err(|_| std::io::ErrorKind::BrokenPipe)?;
+        Ok(len)
+    }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }

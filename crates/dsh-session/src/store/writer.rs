@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 /// after its batch is written, so an idle session keeps no large buffer.
 const KEEP_CAPACITY: usize = 1024;
 
+/// Event lines at least this long, with nothing buffered before them, are
+/// written straight from the caller's bytes ([`SessionWriter::append_line`]).
+const DIRECT_BYTES: usize = 64 * 1024;
+
 /// The one write handle of a session log.
 ///
 /// # Lifecycle
@@ -319,10 +323,52 @@ impl SessionWriter {
     /// no `\n`; lone-surrogate markers written back as `\udXXX` escapes, see
     /// [`dsh_protocol::surrogates`]) plus `\n`.
     pub fn append(&mut self, line: &str) -> Result<(), StoreError> {
+        self.append_bytes(line.as_bytes())
+    }
+
+    /// One event line given with its terminating `\n` (compact JSON whose
+    /// lone surrogates are already escapes, so it is stored as given). A
+    /// large line with nothing
+    /// buffered before it is written at once, straight from `line` (one
+    /// batch, as [`flush`](Self::flush) would write it), so that a huge
+    /// event is not copied into the buffer first; anything else is buffered
+    /// as by [`append`](Self::append).
+    pub fn append_line(&mut self, line: &[u8]) -> Result<(), StoreError> {
+        let Some((last, body)) = line.split_last() else {
+            return self.buffer(line, false);
+        };
+        if *last != b'\n' {
+            return self.buffer(line, false);
+        }
+        let direct = body.len() >= DIRECT_BYTES
+            && self.buffered == 0
+            && self.buf.is_empty()
+            && matches!(self.sink, Sink::Open(_))
+            && memchr::memchr(b'\n', body).is_none();
+        if !direct {
+            return self.buffer(body, false);
+        }
+        let frame = match self.location.encoding {
+            Encoding::Plain => None,
+            Encoding::Zstd => Some(compress::frame(line, &self.location.file)?),
+        };
+        self.write_open(frame.as_deref().unwrap_or(line))
+    }
+
+    /// [`append`](Self::append) for a line given as UTF-8 bytes.
+    pub fn append_bytes(&mut self, line: &[u8]) -> Result<(), StoreError> {
+        self.buffer(line, true)
+    }
+
+    /// Checks one event line (without its `\n`) and buffers it, turning
+    /// lone-surrogate markers back into escapes when `decode` (lines given
+    /// already escaped are copied as they are: decoding twice would alter a
+    /// literal U+10FFFF).
+    fn buffer(&mut self, line: &[u8], decode: bool) -> Result<(), StoreError> {
         if matches!(self.sink, Sink::Poisoned { .. }) {
             return Err(self.poisoned());
         }
-        if line.is_empty() || line.contains('\n') {
+        if line.is_empty() || memchr::memchr(b'\n', line).is_some() {
             return Err(StoreError::InvalidEvent {
                 id: self.location.id.clone(),
                 reason: if line.is_empty() {
@@ -333,7 +379,11 @@ impl SessionWriter {
             });
         }
         self.buf.reserve(line.len() + 1);
-        dsh_protocol::surrogates::decode_into(&mut self.buf, line.as_bytes());
+        if decode {
+            dsh_protocol::surrogates::decode_into(&mut self.buf, line);
+        } else {
+            self.buf.extend_from_slice(line);
+        }
         self.buf.push(b'\n');
         self.buffered += 1;
         Ok(())
@@ -477,6 +527,20 @@ impl SessionWriter {
 
     /// Appends the buffered batch to the open log.
     fn write_batch(&mut self) -> Result<(), StoreError> {
+        let encoded = self.encode(false)?;
+        let buf = std::mem::take(&mut self.buf);
+        let result = self.write_open(encoded.as_deref().unwrap_or(&buf));
+        self.buf = buf;
+        if result.is_ok() {
+            self.written();
+        }
+        result
+    }
+
+    /// Appends `bytes` (one or more complete batches, as stored) to the open
+    /// log with one write; a failed write is cut back, or poisons the writer
+    /// if even that fails.
+    fn write_open(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
         #[cfg(test)]
         if self.failing_writes > 0 {
             self.failing_writes -= 1;
@@ -486,15 +550,12 @@ impl SessionWriter {
                 io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error()),
             ));
         }
-        let encoded = self.encode(false)?;
-        let bytes = encoded.as_deref().unwrap_or(&self.buf);
         let Sink::Open(log) = &mut self.sink else {
             return Err(self.poisoned());
         };
         match log.file.write_all(bytes) {
             Ok(()) => {
                 log.len += bytes.len() as u64;
-                self.written();
                 Ok(())
             }
             Err(err) => {
