@@ -50,12 +50,7 @@ pub fn response(protocol: Protocol, hostile: &Hostile, model: &str) -> Response<
                 text: Some(Text::Whole(text)),
                 ..Reply::default()
             };
-            stream_frames(
-                render::events(protocol, &reply, model, 1),
-                None,
-                false,
-                false,
-            )
+            whole_reply(protocol, &reply, model)
         }
         Hostile::HugeToolCall {
             name,
@@ -77,14 +72,19 @@ pub fn response(protocol: Protocol, hostile: &Hostile, model: &str) -> Response<
                 }],
                 ..Reply::default()
             };
-            stream_frames(
-                render::events(protocol, &reply, model, 1),
-                None,
-                false,
-                false,
-            )
+            whole_reply(protocol, &reply, model)
         }
     }
+}
+
+/// `reply` streamed whole, as a normal scripted reply is.
+fn whole_reply(protocol: Protocol, reply: &Reply, model: &str) -> Response<Body> {
+    stream_frames(
+        render::events(protocol, reply, model, 1),
+        None,
+        false,
+        false,
+    )
 }
 
 /// `head`, then `piece` again and again until the client goes away.
