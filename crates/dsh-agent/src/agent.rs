@@ -1,25 +1,21 @@
+use crate::inner::Inner;
 use crate::profile::Profile;
 use crate::state::State;
 use crate::tools::{self, AgentHost};
 use crate::turn;
-use dsh_llm::{Provider, RetryPolicy, Route, ToolSpec};
+use dsh_llm::{Provider, RetryPolicy, Route};
+use dsh_protocol::catalog::{
+    ApprovalPolicy, HeaderReason, InboxSpliced, InboxTarget, PermissionPreset, SandboxMode,
+    TurnEndReason,
+};
 use dsh_session::store::ResumeFacts;
-use dsh_session::{EventLog, LogUnwritable, Message, SystemMessage, UserMessage, events, text_of};
-use dsh_tools::{CancellationToken, SessionTools, ToolHost, ToolSet};
+use dsh_session::{EventLog, LogUnwritable, Message, SystemMessage, UserMessage, text_of};
+use dsh_tools::{CancellationToken, SessionTools, ToolSet};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
-
-/// `agent/inbox/spliced` data of an insertion, serialised from a borrow of
-/// the message (a prompt's text is not copied into a `Value`).
-#[derive(serde::Serialize)]
-struct Inserted<'a> {
-    target: &'static str,
-    start: usize,
-    inserted: [&'a UserMessage; 1],
-}
 
 /// Everything needed to create an agent.
 pub struct AgentConfig {
@@ -52,41 +48,6 @@ pub enum Start {
     Resumed(Box<ResumeFacts>),
 }
 
-/// Shared between the [`Agent`] handle and its loop task.
-pub(crate) struct Inner {
-    pub id: String,
-    pub profile: Arc<Profile>,
-    pub route: Route,
-    pub provider: Arc<dyn Provider>,
-    pub retry: RetryPolicy,
-    pub workspace: PathBuf,
-    /// The tool library.
-    pub tools: Arc<ToolSet>,
-    /// What the model is told it may call.
-    pub specs: Arc<Vec<ToolSpec>>,
-    /// The system prompt of this agent's profile and model.
-    pub system_prompt: String,
-    /// Per-session tool state: files read, jobs, todos, persistent shell.
-    pub session_tools: Arc<SessionTools>,
-    /// Where tools append events.
-    pub host: Arc<dyn ToolHost>,
-    /// Cancelled when the agent is disposed; running tools stop.
-    pub cancel: CancellationToken,
-    state: Mutex<State>,
-    wake: Notify,
-}
-
-impl Inner {
-    /// Locks the state. A panic while the lock was held cannot leave the
-    /// state half-updated in a way later appends depend on (every mutation
-    /// is a complete event append), so a poisoned lock is recovered.
-    pub fn state(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
 /// One session's agent: a handle whose loop task runs turns in the
 /// background. Dropping the handle stops the loop; [`Agent::dispose`] also
 /// closes the log.
@@ -107,12 +68,11 @@ impl Agent {
             Start::New => {
                 if profile.emits_policy_events() {
                     let mode = profile.permission_mode.as_str();
-                    state.event(events::PERMISSION_PRESET, &json!({"preset": mode}));
-                    state.event(events::SANDBOX_MODE, &json!({"mode": mode}));
-                    state.event(
-                        events::APPROVAL_POLICY,
-                        &json!({"policy": profile.approval.as_str()}),
-                    );
+                    state.event(PermissionPreset { preset: mode });
+                    state.event(SandboxMode { mode });
+                    state.event(ApprovalPolicy {
+                        policy: profile.approval.as_str(),
+                    });
                 }
             }
             Start::Resumed(facts) => restore(&mut state, *facts),
@@ -170,14 +130,11 @@ impl Agent {
         let message = UserMessage::new(content, json!({"kind": "user"}));
         let id = message.id.clone();
         let start = state.next_turn.len();
-        state.event(
-            events::INBOX_SPLICED,
-            &Inserted {
-                target: "next-turn",
-                start,
-                inserted: [&message],
-            },
-        );
+        state.event(InboxSpliced::insert(
+            InboxTarget::NextTurn,
+            start,
+            std::slice::from_ref(&message),
+        ));
         state.next_turn.push(message);
         if state.wake() {
             self.inner.wake.notify_one();
@@ -251,7 +208,7 @@ fn restore(state: &mut State, facts: ResumeFacts) {
         .last_runtime_context
         .as_ref()
         .map(|m| text_of(&m.content).collect::<Vec<_>>().join(""));
-    state.header_reason = Some("resume");
+    state.header_reason = Some(HeaderReason::Resume);
     state.context_announced = true;
 }
 
@@ -269,7 +226,7 @@ async fn run_loop(inner: Arc<Inner>) {
             };
             let reason = turn::run(&inner, pending.turn, pending.claimed).await;
             let mut state = inner.state();
-            let continues = reason.get("kind").and_then(Value::as_str) != Some("error");
+            let continues = !matches!(reason, TurnEndReason::Error { .. });
             state.end_turn(pending.turn, reason);
             if continues && !state.next_turn.is_empty() {
                 state.begin_turn();

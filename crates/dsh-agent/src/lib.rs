@@ -10,6 +10,7 @@
 //! next step, until the model stops.
 
 mod agent;
+mod inner;
 mod profile;
 mod prose;
 mod state;

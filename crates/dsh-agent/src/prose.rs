@@ -143,25 +143,18 @@ fn is_dropped_in_title(c: char) -> bool {
 /// The result recorded for a tool call cut short by disposal: `started`
 /// when the call had begun (its outcome is unknown), else never started.
 pub fn disposed_tool_result(started: bool) -> dsh_tools::ToolOutput {
-    let (text, name, code) = if started {
+    let (text, code) = if started {
         (
             "Error: the runtime shut down while this tool call was running; its outcome is unknown, so check its effects before retrying.",
-            "ToolOutcomeUnknownError",
-            "TOOL_OUTCOME_UNKNOWN",
+            dsh_tools::ToolErrorCode::ToolOutcomeUnknown,
         )
     } else {
         (
             "Error: the runtime shut down before this tool call started; it had no effect and is safe to retry.",
-            "ToolNotStartedError",
-            "TOOL_NOT_STARTED",
+            dsh_tools::ToolErrorCode::ToolNotStarted,
         )
     };
-    let mut output = dsh_tools::ToolOutput::failure(text);
-    output.error = Some(dsh_tools::ToolError {
-        name: name.into(),
-        code: code.into(),
-    });
-    output
+    dsh_tools::ToolOutput::failure(text).with_error(code)
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 use crate::prose;
-use dsh_session::{EventDraft, EventLog, Message, SessionStatus, ToolMessage, UserMessage, events};
-use dsh_tools::{ToolError, ToolOutput};
-use serde::Serialize;
-use serde_json::json;
+use dsh_protocol::catalog::{
+    AbortReason, EventDraft, EventPayload, HeaderReason, InboxSpliced, InboxTarget, StepEnd,
+    StepStart, ToolResult, TurnEnd, TurnEndReason, TurnStart,
+};
+use dsh_session::{EventLog, Message, SessionStatus, ToolMessage, UserMessage};
+use dsh_tools::ToolOutput;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -14,18 +16,6 @@ pub struct PendingTurn {
     pub turn: u32,
     /// Claimed messages: `next-step` notices first, then the prompt.
     pub claimed: Vec<UserMessage>,
-}
-
-/// `tool/result` data: `{turn, step, message, meta?, error?}`.
-#[derive(Serialize)]
-struct ToolResultData<'a> {
-    turn: u32,
-    step: u32,
-    message: &'a ToolMessage,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    meta: Option<&'a serde_json::Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a ToolError>,
 }
 
 /// Mutable state of one agent, guarded by the agent's mutex. Never held
@@ -51,8 +41,8 @@ pub struct State {
     pub system_prompt: Option<String>,
     /// Runtime-context text last sent.
     pub runtime_context: Option<String>,
-    /// `request/header` reason still to announce (`initial`, `resume`).
-    pub header_reason: Option<&'static str>,
+    /// `request/header` reason still to announce.
+    pub header_reason: Option<HeaderReason>,
     /// Whether `request/context` was announced.
     pub context_announced: bool,
     /// Whether the session has a title.
@@ -84,7 +74,7 @@ impl State {
             cwd,
             system_prompt: None,
             runtime_context: None,
-            header_reason: Some("initial"),
+            header_reason: Some(HeaderReason::Initial),
             context_announced: false,
             titled: false,
             activity,
@@ -97,7 +87,7 @@ impl State {
 
     /// `step/start`.
     pub fn start_step(&mut self, turn: u32, step: u32) {
-        self.event(events::STEP_START, &json!({"turn": turn, "step": step}));
+        self.event(StepStart { turn, step });
         self.open_step = Some(step);
     }
 
@@ -115,30 +105,26 @@ impl State {
         let message = ToolMessage::new(call_id, output.content, output.is_error);
         // Serialised from borrows: the result text is not copied into a
         // `Value` on its way to the log.
-        let data = ToolResultData {
+        let data = ToolResult {
             turn,
             step,
             message: &message,
-            meta: output.meta.as_ref(),
-            error: output.error.as_ref(),
+            meta: output.meta,
+            error: output.error,
         };
-        let seqs: Vec<u64> = call_seq.into_iter().collect();
-        self.emit(EventDraft {
-            source_event_seqs: (!seqs.is_empty()).then_some(&seqs[..]),
-            ..EventDraft::surfaced(events::TOOL_RESULT, &data)
-        });
+        self.emit(EventDraft::surfaced(data).citing(call_seq.into_iter().collect()));
         self.history.push(Arc::new(Message::Tool(message)));
     }
 
     /// `step/end`.
     pub fn end_step(&mut self, turn: u32, step: u32) {
-        self.event(events::STEP_END, &json!({"turn": turn, "step": step}));
+        self.event(StepEnd { turn, step });
         self.open_step = None;
     }
 
     /// `turn/end` with `reason`.
-    pub fn end_turn(&mut self, turn: u32, reason: serde_json::Value) {
-        self.event(events::TURN_END, &json!({"turn": turn, "reason": reason}));
+    pub fn end_turn(&mut self, turn: u32, reason: TurnEndReason) {
+        self.event(TurnEnd { turn, reason });
         self.open_turn = None;
     }
 
@@ -164,32 +150,31 @@ impl State {
             self.pending = None;
             self.end_turn(
                 turn,
-                json!({"kind": "aborted", "reason": {"kind": "disposed"}}),
+                TurnEndReason::Aborted {
+                    reason: AbortReason::Disposed,
+                },
             );
         }
         for (target, queue) in [
-            ("next-step", std::mem::take(&mut self.next_step)),
-            ("next-turn", std::mem::take(&mut self.next_turn)),
+            (InboxTarget::NextStep, std::mem::take(&mut self.next_step)),
+            (InboxTarget::NextTurn, std::mem::take(&mut self.next_turn)),
         ] {
             if !queue.is_empty() {
-                self.event(
-                    events::INBOX_SPLICED,
-                    &json!({"target": target, "start": 0, "removedCount": queue.len(), "inserted": [], "outcome": "canceled"}),
-                );
+                self.event(InboxSpliced::cancel(target, queue.len()));
             }
         }
         self.disposed = true;
     }
 
     /// Appends an event; returns its seq.
-    pub fn emit<D: Serialize>(&mut self, draft: EventDraft<'_, D>) -> u64 {
+    pub fn emit<D: EventPayload>(&mut self, draft: EventDraft<D>) -> u64 {
         let seq = self.log.next_seq();
         if self.disposed {
             // The loop task may run a last synchronous stretch after
             // disposal closed the log's turn; nothing follows the closers.
             tracing::debug!(
                 session = self.log.session_id(),
-                kind = draft.kind,
+                kind = draft.kind(),
                 "event after disposal dropped"
             );
             return seq;
@@ -201,8 +186,8 @@ impl State {
     }
 
     /// Appends a plain event.
-    pub fn event<D: Serialize>(&mut self, kind: &str, data: &D) -> u64 {
-        self.emit(EventDraft::new(kind, data))
+    pub fn event<D: EventPayload>(&mut self, data: D) -> u64 {
+        self.emit(EventDraft::new(data))
     }
 
     /// Starts the next turn: `turn/start`, then the claims (all of
@@ -211,15 +196,12 @@ impl State {
     pub fn begin_turn(&mut self) {
         self.turn += 1;
         let turn = self.turn;
-        self.event(events::TURN_START, &json!({"turn": turn}));
+        self.event(TurnStart { turn });
         self.open_turn = Some(turn);
         let mut claimed = self.claim_next_step();
         if !self.next_turn.is_empty() {
             let prompt = self.next_turn.remove(0);
-            self.event(
-                events::INBOX_SPLICED,
-                &json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
-            );
+            self.event(InboxSpliced::claim(InboxTarget::NextTurn, 1));
             claimed.push(prompt);
         }
         self.pending = Some(PendingTurn { turn, claimed });
@@ -231,10 +213,7 @@ impl State {
             return Vec::new();
         }
         let claimed = std::mem::take(&mut self.next_step);
-        self.event(
-            events::INBOX_SPLICED,
-            &json!({"target": "next-step", "start": 0, "removedCount": claimed.len(), "inserted": []}),
-        );
+        self.event(InboxSpliced::claim(InboxTarget::NextStep, claimed.len()));
         claimed
     }
 

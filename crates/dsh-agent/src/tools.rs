@@ -1,9 +1,9 @@
 //! Tool dispatch: the profile's tool library (`dsh-tools`) plus the tools
 //! that need the agent's own services (`working_directory`).
 
-use crate::agent::Inner;
+use crate::inner::Inner;
 use crate::prose;
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::{ToolEvent, ToolSpec};
 use dsh_tools::{ToolContext, ToolHost, ToolOutput, ToolSet};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -17,9 +17,9 @@ const WORKING_DIRECTORY: &str = "working_directory";
 pub(crate) struct AgentHost(pub Weak<Inner>);
 
 impl ToolHost for AgentHost {
-    fn emit(&self, kind: &str, data: Value) {
+    fn emit(&self, event: ToolEvent) {
         if let Some(inner) = self.0.upgrade() {
-            inner.state().event(kind, &data);
+            inner.state().event(event);
         }
     }
 }

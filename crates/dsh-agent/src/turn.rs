@@ -1,25 +1,32 @@
 //! One turn: steps of model attempts and tool calls.
 
-use crate::agent::Inner;
+use crate::inner::Inner;
 use crate::profile::ProfileKind;
 use crate::state::State;
 use crate::{prose, tools};
-use dsh_llm::{Accumulator, FinishReason, ModelRequest, Settled, StreamRecorder};
+use dsh_llm::{
+    Accumulator, FinishReason, LlmFailure, LlmFailureCode, ModelRequest, Settled, StreamRecorder,
+};
+use dsh_protocol::catalog::{
+    AssistantAttempt, AssistantMessageEvent, EventDraft, LlmRetry, LlmRetryStarted, RequestContext,
+    RequestHeader, RequestHeaderBody, RetryMode, SessionTitle, SystemMessageEvent, TitleSource,
+    ToolCall, ToolErrorCode, TurnEndReason,
+};
 use dsh_session::{
-    AssistantMessage, EventDraft, LogUnwritable, Message, SystemMessage, UserMessage, events,
-    new_message_id, now_ms, text_block, text_of,
+    AssistantMessage, Message, SystemMessage, UserMessage, new_message_id, now_ms, text_block,
+    text_of,
 };
 use dsh_tools::ToolOutput;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Runs the steps of turn `turn` over the `claimed` messages and returns the
 /// `turn/end` reason. `turn/end` itself is appended by the caller.
-pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> Value {
+pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> TurnEndReason {
     if claimed.is_empty() {
-        return json!({"kind": "completed"});
+        return TurnEndReason::Completed;
     }
     let mut claimed = claimed;
     let mut step = 0u32;
@@ -62,41 +69,38 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
             };
             let delay_ms = {
                 let mut state = inner.state();
-                state.event(
-                    events::ASSISTANT_ATTEMPT,
-                    &AttemptData {
-                        turn,
-                        step,
-                        stream: &stream,
-                    },
-                );
+                state.event(AssistantAttempt {
+                    turn,
+                    step,
+                    stream: &stream,
+                });
                 retry += 1;
                 let Some(delay_ms) = inner.retry.delay_ms(retry, &failure) else {
                     state.end_step(turn, step);
-                    return json!({"kind": "error", "error": failure});
+                    return TurnEndReason::Error { error: failure };
                 };
-                state.event(
-                    events::LLM_RETRY,
-                    &json!({
-                        "retryId": retry_id,
-                        "turn": turn,
-                        "step": step,
-                        "provider": inner.route.provider,
-                        "mode": "normal",
-                        "policyKey": inner.retry.policy_key(),
-                        "retry": retry,
-                        "maxRetries": inner.retry.max_retries,
-                        "delayMs": delay_ms,
-                        "failure": failure,
-                    }),
-                );
+                let policy_key = inner.retry.policy_key();
+                state.event(LlmRetry {
+                    retry_id: retry_id.as_str(),
+                    turn,
+                    step,
+                    provider: inner.route.provider.as_str(),
+                    mode: RetryMode::Normal,
+                    policy_key: policy_key.as_str(),
+                    retry,
+                    max_retries: inner.retry.max_retries,
+                    delay_ms,
+                    failure,
+                });
                 delay_ms
             };
             tokio::time::sleep(Duration::from_secs_f64(delay_ms.get() / 1000.0)).await;
-            inner.state().event(
-                events::LLM_RETRY_STARTED,
-                &json!({"retryId": retry_id, "turn": turn, "step": step, "retry": retry}),
-            );
+            inner.state().event(LlmRetryStarted {
+                retry_id: retry_id.as_str(),
+                turn,
+                step,
+                retry,
+            });
         };
         let calls = {
             let mut state = inner.state();
@@ -111,21 +115,20 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 }),
                 id: new_message_id(),
             };
-            let data = AssistantData {
+            state.emit(EventDraft::surfaced(AssistantMessageEvent {
                 turn,
                 step,
                 message: &message,
-                usage: usage.as_ref(),
+                usage,
                 stream: &stream,
-            };
-            state.emit(EventDraft::surfaced(events::ASSISTANT_MESSAGE, &data));
+            }));
             drop(stream);
             let calls: Vec<(String, String, String)> =
                 message.content.iter().filter_map(tool_call).collect();
             state.history.push(Arc::new(Message::Assistant(message)));
             if finish == FinishReason::MaxTokens {
                 state.end_step(turn, step);
-                return json!({"kind": "max-tokens"});
+                return TurnEndReason::MaxTokens;
             }
             state.pending_calls = calls.iter().map(|(id, _, _)| (id.clone(), None)).collect();
             calls
@@ -135,10 +138,13 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         for (n, (call_id, name, arguments)) in calls.iter().enumerate() {
             let (call_seq, cwd) = {
                 let mut state = inner.state();
-                let seq = state.event(
-                    events::TOOL_CALL,
-                    &json!({"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}),
-                );
+                let seq = state.event(ToolCall {
+                    turn,
+                    step,
+                    call_id: call_id.as_str(),
+                    name: name.as_str(),
+                    arguments: arguments.as_str(),
+                });
                 if let Some(pending) = state.pending_calls.iter_mut().find(|(id, _)| id == call_id)
                 {
                     pending.1 = Some(seq);
@@ -165,29 +171,9 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         let mut state = inner.state();
         state.end_step(turn, step);
         if calls.is_empty() && state.next_step.is_empty() {
-            return json!({"kind": "completed"});
+            return TurnEndReason::Completed;
         }
     }
-}
-
-/// `assistant/message` data: `{turn, step, message, usage?, stream}`,
-/// serialised from borrows (the reply is not copied into a `Value`).
-#[derive(serde::Serialize)]
-struct AssistantData<'a> {
-    turn: u32,
-    step: u32,
-    message: &'a AssistantMessage,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<&'a dsh_llm::Usage>,
-    stream: &'a StreamRecorder,
-}
-
-/// `assistant/attempt` data: `{turn, step, stream}`.
-#[derive(serde::Serialize)]
-struct AttemptData<'a> {
-    turn: u32,
-    step: u32,
-    stream: &'a StreamRecorder,
 }
 
 /// The `turn/end` reason of a turn stopped because its session log cannot
@@ -196,24 +182,21 @@ struct AttemptData<'a> {
 /// "SESSION_LOG_UNWRITABLE"}`. Nothing more of the turn is done (no model
 /// request, no tool) while what it did is not on disk. The reason itself is
 /// held back with the events until a write succeeds.
-fn log_failure(state: &State) -> Option<Value> {
-    state.log.unwritable().map(|err| {
-        json!({
-            "kind": "error",
-            "error": {"message": err.to_string(), "code": LogUnwritable::CODE},
-        })
+fn log_failure(state: &State) -> Option<TurnEndReason> {
+    state.log.unwritable().map(|err| TurnEndReason::Error {
+        error: LlmFailure::new(LlmFailureCode::SessionLogUnwritable, err.to_string()),
     })
 }
 
 /// The result of a tool call that was not run because of `reason` (see
 /// [`log_failure`]).
-fn not_run(reason: &Value) -> ToolOutput {
-    let message = reason
-        .pointer("/error/message")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+fn not_run(reason: &TurnEndReason) -> ToolOutput {
+    let message = match reason {
+        TurnEndReason::Error { error } => error.message.as_str(),
+        _ => "",
+    };
     ToolOutput::failure(format!("Error: the tool was not run: {message}"))
-        .with_error("SessionLogError", LogUnwritable::CODE)
+        .with_error(ToolErrorCode::SessionLogUnwritable)
 }
 
 /// `(id, name, arguments)` of a `tool-call` block.
@@ -244,15 +227,16 @@ fn prepare_request(
     let system = inner.system_prompt.clone();
     if state.system_prompt.as_deref() != Some(system.as_str()) {
         let message = SystemMessage::prompt(&system);
-        state.emit(EventDraft::surfaced(
-            events::SYSTEM_MESSAGE,
-            &json!({"turn": turn, "step": step, "message": message}),
-        ));
+        state.emit(EventDraft::surfaced(SystemMessageEvent {
+            turn,
+            step,
+            message: &message,
+        }));
         state.system_prompt = Some(system.clone());
     }
     let mut prompt: Option<(u64, String)> = None;
     for message in claimed {
-        let seq = state.emit(EventDraft::surfaced(events::USER_MESSAGE, &message));
+        let seq = state.emit(EventDraft::surfaced(&message));
         if message.source_kind() == Some("user") {
             prompt = Some((seq, title_source(&message.content)));
         }
@@ -261,35 +245,27 @@ fn prepare_request(
     let context = runtime_context(inner, state);
     if state.runtime_context.as_deref() != Some(context.content_text()) {
         state.runtime_context = Some(context.content_text().to_owned());
-        state.emit(EventDraft::surfaced(events::USER_MESSAGE, &context.message));
+        state.emit(EventDraft::surfaced(&context.message));
         state.history.push(Arc::new(Message::User(context.message)));
     }
     if let Some(reason) = state.header_reason.take() {
-        let (config, defaults) = inner.route.header_config();
-        let mut header = Map::new();
-        header.insert("config".into(), config);
-        if let Some(defaults) = defaults {
-            header.insert("adapterDefaults".into(), defaults);
-        }
-        // The official reader refuses an empty `tools` list: omit it.
-        if !inner.specs.is_empty() {
-            header.insert("tools".into(), json!(*inner.specs));
-        }
-        state.event(
-            events::REQUEST_HEADER,
-            &json!({"header": header, "reason": reason}),
-        );
+        let (config, adapter_defaults) = inner.route.header_config();
+        let header = RequestHeaderBody {
+            config,
+            adapter_defaults,
+            // The official reader refuses an empty `tools` list: omit it.
+            tools: (!inner.specs.is_empty()).then_some(&inner.specs[..]),
+        };
+        state.event(RequestHeader { header, reason });
     }
     if !state.context_announced {
         let info = inner.route.model_info();
-        let mut data = Map::new();
-        data.insert("provider".into(), json!(inner.route.provider));
-        data.insert("model".into(), json!(inner.route.model));
-        data.insert("contextWindow".into(), json!(info.context_window));
-        if let Some(update) = info.system_prompt_update {
-            data.insert("systemPromptUpdate".into(), json!(update));
-        }
-        state.event(events::REQUEST_CONTEXT, &data);
+        state.event(RequestContext {
+            provider: inner.route.provider.as_str(),
+            model: inner.route.model.as_str(),
+            context_window: info.context_window,
+            system_prompt_update: info.system_prompt_update,
+        });
         state.context_announced = true;
     }
     if let Some((seq, text)) = prompt
@@ -297,10 +273,11 @@ fn prepare_request(
         && let title = prose::fallback_title(&text)
         && !title.is_empty()
     {
-        state.event(
-            events::SESSION_TITLE,
-            &json!({"title": title, "messageSeqs": [seq], "source": {"kind": "fallback"}}),
-        );
+        state.event(SessionTitle {
+            title,
+            message_seqs: vec![seq],
+            source: TitleSource::Fallback,
+        });
         state.titled = true;
     }
     // Barrier before the model request.

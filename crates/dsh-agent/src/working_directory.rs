@@ -3,7 +3,8 @@
 use crate::agent::Agent;
 use crate::prose;
 use crate::state::State;
-use dsh_session::{UserMessage, events, text_block};
+use dsh_protocol::catalog::{InboxSpliced, InboxTarget, WorkingDirectoryChange};
+use dsh_session::{UserMessage, text_block};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -66,10 +67,8 @@ impl State {
 
 fn change(state: &mut State, to: PathBuf) {
     let from = std::mem::replace(&mut state.cwd, to);
-    state.event(
-        events::WORKING_DIRECTORY_CHANGE,
-        &json!({"cwd": path_text(&state.cwd)}),
-    );
+    let cwd = path_text(&state.cwd);
+    state.event(WorkingDirectoryChange { cwd });
     let notice = UserMessage::new(
         vec![text_block(prose::working_directory_notice(
             &from, &state.cwd,
@@ -77,10 +76,11 @@ fn change(state: &mut State, to: PathBuf) {
         json!({"kind": "working-directory"}),
     );
     let start = state.next_step.len();
-    state.event(
-        events::INBOX_SPLICED,
-        &json!({"target": "next-step", "start": start, "inserted": [&notice]}),
-    );
+    state.event(InboxSpliced::insert(
+        InboxTarget::NextStep,
+        start,
+        std::slice::from_ref(&notice),
+    ));
     state.next_step.push(notice);
     state.log.flush();
 }

@@ -1,3 +1,4 @@
+use crate::LlmFailureCode;
 use crate::{FinishReason, LlmFailure, StreamChunk, Usage};
 use serde_json::Value;
 
@@ -60,7 +61,7 @@ impl Accumulator {
     pub fn settle(self, provider: &str) -> Settled {
         let Some((finish, replay_state)) = self.finish else {
             return Settled::Failed(LlmFailure::new(
-                "STREAM_CLOSED",
+                LlmFailureCode::StreamClosed,
                 format!("{provider} stream ended before its finish"),
             ));
         };
@@ -69,7 +70,7 @@ impl Accumulator {
                 Settled::Failed(failure)
             }
             FinishReason::Stop if self.blocks.is_empty() => Settled::Failed(LlmFailure::new(
-                "EMPTY_RESPONSE",
+                LlmFailureCode::EmptyResponse,
                 format!("{provider} returned an empty response"),
             )),
             finish => {

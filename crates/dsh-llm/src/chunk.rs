@@ -1,4 +1,4 @@
-use crate::LlmFailure;
+use crate::{LlmFailure, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -12,37 +12,6 @@ pub enum BlockType {
     Reasoning,
     /// A tool call.
     ToolCall,
-}
-
-/// Token usage of one model reply.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    /// Prompt tokens (not counting cache reads).
-    pub input_tokens: u64,
-    /// Generated tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens served from the provider's cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_read_tokens: Option<u64>,
-    /// Prompt tokens written to the provider's cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_write_tokens: Option<u64>,
-    /// Sum of all of the above.
-    pub total_tokens: u64,
-}
-
-impl Usage {
-    /// Usage without cache figures; `totalTokens` = input + output.
-    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
-        Self {
-            input_tokens,
-            output_tokens,
-            cache_read_tokens: None,
-            cache_write_tokens: None,
-            total_tokens: input_tokens + output_tokens,
-        }
-    }
 }
 
 /// Why a stream finished.
@@ -133,6 +102,7 @@ pub enum StreamChunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LlmFailureCode;
     use serde_json::json;
 
     #[test]
@@ -155,7 +125,7 @@ mod tests {
         );
         let chunk = StreamChunk::Finish {
             reason: FinishReason::Error {
-                failure: LlmFailure::new("SERVER", "boom"),
+                failure: LlmFailure::new(LlmFailureCode::Server, "boom"),
             },
             replay_state: None,
         };

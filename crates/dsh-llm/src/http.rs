@@ -1,6 +1,7 @@
 //! What the HTTP providers share: the client, base URLs, failure mapping of
 //! HTTP errors and transport problems, and streaming with an idle timeout.
 
+use crate::LlmFailureCode;
 use crate::sse::{SseDecoder, SseEvent};
 use crate::{ChunkSender, LlmFailure, Millis, ReplyCap, ReplyLimits, StreamChunk};
 use futures_util::StreamExt;
@@ -70,10 +71,16 @@ pub fn transport_failure(label: &str, err: &reqwest::Error) -> LlmFailure {
         source = e.source();
     }
     if err.is_timeout() {
-        return LlmFailure::new("TIMEOUT", format!("{label} request timed out: {cause}"));
+        return LlmFailure::new(
+            LlmFailureCode::Timeout,
+            format!("{label} request timed out: {cause}"),
+        );
     }
     tracing::warn!("{label} transport failed: {cause}");
-    LlmFailure::new("TRANSPORT", format!("{label} transport failed"))
+    LlmFailure::new(
+        LlmFailureCode::Transport,
+        format!("{label} transport failed"),
+    )
 }
 
 /// Maps a non-2xx response to a failure: the body's `error.message` (or
@@ -121,16 +128,16 @@ pub fn http_failure(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmFailure
     }
 }
 
-fn classify(status: u16, kind: &str, message: &str) -> String {
+fn classify(status: u16, kind: &str, message: &str) -> LlmFailureCode {
     let lower = message.to_lowercase();
-    let code = if matches!(status, 401 | 403)
+    if matches!(status, 401 | 403)
         || matches!(kind, "authentication_error" | "permission_error")
     {
-        "AUTH"
+        LlmFailureCode::Auth
     } else if status == 402 || lower.contains("quota") || lower.contains("insufficient balance") {
-        "QUOTA"
+        LlmFailureCode::Quota
     } else if status == 429 || kind == "rate_limit_error" {
-        "RATE_LIMIT"
+        LlmFailureCode::RateLimit
     } else if [
         "context length",
         "context window",
@@ -141,15 +148,14 @@ fn classify(status: u16, kind: &str, message: &str) -> String {
     .iter()
     .any(|w| lower.contains(w))
     {
-        "CONTEXT_WINDOW_EXCEEDED"
+        LlmFailureCode::ContextWindowExceeded
     } else if matches!(status, 400 | 413 | 422) || kind == "invalid_request_error" {
-        "INVALID_REQUEST"
+        LlmFailureCode::InvalidRequest
     } else if status >= 500 || matches!(kind, "api_error" | "overloaded_error") {
-        "SERVER"
+        LlmFailureCode::Server
     } else {
-        return format!("HTTP_{status}");
-    };
-    code.to_owned()
+        LlmFailureCode::Other(format!("HTTP_{status}"))
+    }
 }
 
 /// `retry-after` as the official runtime reads it: delay-seconds written
@@ -209,7 +215,7 @@ pub async fn stream_chunks(
         Err(_) => {
             let ms = idle.as_millis();
             return Err(LlmFailure::new(
-                "TIMEOUT",
+                LlmFailureCode::Timeout,
                 format!("{label} sent no response within {ms} ms"),
             ));
         }
@@ -289,7 +295,7 @@ async fn read_sse(
     loop {
         let next = tokio::time::timeout(idle, body.next()).await.map_err(|_| {
             LlmFailure::new(
-                "TIMEOUT",
+                LlmFailureCode::Timeout,
                 format!(
                     "{label} stream was idle for more than {} ms",
                     idle.as_millis()

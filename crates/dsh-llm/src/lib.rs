@@ -13,9 +13,7 @@
 //! Failed attempts are retried by the agent under a [`RetryPolicy`].
 
 mod accumulate;
-mod attachments;
 mod chunk;
-mod failure;
 mod http;
 mod limits;
 mod provider;
@@ -30,15 +28,14 @@ pub mod openai;
 pub mod scripted;
 
 pub use accumulate::{Accumulator, Settled};
-pub use attachments::{AdmitError, AttachmentStore};
-pub use chunk::{BlockType, FinishReason, StreamChunk, Usage};
-pub use failure::{LlmFailure, Millis};
+pub use chunk::{BlockType, FinishReason, StreamChunk};
+pub use dsh_protocol::catalog::{LlmFailure, LlmFailureCode, Millis, ToolSpec, Usage};
 pub use http::DEFAULT_IDLE_TIMEOUT;
 pub use limits::{
     BYTES_PER_TOKEN, DEFAULT_ERROR_BODY_BYTES, ERROR_BODY_BYTES_VAR, REPLY_BYTES_VAR, REPLY_MARGIN,
     ReplyCap, ReplyLimits,
 };
-pub use provider::{ChunkSender, ModelRequest, Provider, ToolSpec};
+pub use provider::{ChunkSender, ModelRequest, Provider};
 pub use record::StreamRecorder;
 pub use registry::{ProviderEnv, ProviderRegistry, RouteError};
 pub use retry::{RETRYABLE, RetryPolicy};

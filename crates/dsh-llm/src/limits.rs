@@ -9,6 +9,7 @@
 //! it is mapped to a failure.
 
 use crate::LlmFailure;
+use crate::LlmFailureCode;
 
 /// Wire bytes allowed per requested output token.
 pub const BYTES_PER_TOKEN: u64 = 512;
@@ -81,7 +82,7 @@ impl ReplyCap {
             None => format!("set by {REPLY_BYTES_VAR}"),
         };
         LlmFailure::new(
-            "MALFORMED_RESPONSE",
+            LlmFailureCode::MalformedResponse,
             format!(
                 "{label} reply exceeded its size cap of {} bytes ({origin}); set {REPLY_BYTES_VAR} to change it",
                 self.bytes

@@ -1,24 +1,11 @@
-use crate::{Route, StreamChunk};
+use crate::{Route, StreamChunk, ToolSpec};
 use dsh_session::Message;
-use serde::Serialize;
-use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Where a provider sends its chunks. Dropping the receiver aborts the
 /// attempt: the provider stops at its next send.
 pub type ChunkSender = mpsc::UnboundedSender<StreamChunk>;
-
-/// A tool as advertised to the model: `{name, description, parameters}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    /// Tool name.
-    pub name: String,
-    /// What the tool does (our own prose).
-    pub description: String,
-    /// JSON schema of the arguments.
-    pub parameters: Value,
-}
 
 /// Everything a provider needs for one model attempt.
 #[derive(Debug, Clone)]

@@ -1,9 +1,9 @@
-use crate::attachments::AttachmentStore;
 use crate::deepseek::{self, DeepSeekConfig, DeepSeekOfficial};
 use crate::http::{self, BaseUrlError};
 use crate::openai::{self, OpenAiCompatible, OpenAiConfig};
 use crate::scripted::{ScenarioError, ScriptedProvider};
 use crate::{EFFORTS, Provider, ReplyLimits, Route};
+use dsh_session::attachments::AttachmentStore;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

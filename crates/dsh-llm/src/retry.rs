@@ -70,6 +70,7 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LlmFailureCode;
 
     #[test]
     fn the_default_policy_matches_the_official_key_and_timeline() {
@@ -78,7 +79,7 @@ mod tests {
             policy.policy_key(),
             r#"["normal",5,["EMPTY_RESPONSE","RATE_LIMIT","SERVER","TIMEOUT","TRANSPORT"],500,10000,0.1]"#
         );
-        let server = LlmFailure::new("SERVER", "x");
+        let server = LlmFailure::new(LlmFailureCode::Server, "x");
         for (retry, base) in [
             (1, 500.0),
             (2, 1000.0),
@@ -111,12 +112,12 @@ mod tests {
             "INVALID_REQUEST",
         ] {
             assert_eq!(
-                policy.delay_ms(1, &LlmFailure::new(code, "x")),
+                policy.delay_ms(1, &LlmFailure::new(code.into(), "x")),
                 None,
                 "{code}"
             );
         }
-        let mut limited = LlmFailure::new("RATE_LIMIT", "x");
+        let mut limited = LlmFailure::new(LlmFailureCode::RateLimit, "x");
         limited.provider_retry_after_ms = Millis::new(1500.0);
         assert_eq!(policy.delay_ms(1, &limited).map(Millis::get), Some(1500.0));
         limited.provider_retry_after_ms = Millis::new(60_000.0);

@@ -30,6 +30,7 @@
 //! `SCRIPT_EXHAUSTED`. `hostile: {kind: …}` (see [`Hostile`]) is for the
 //! fake model server only.
 
+use crate::LlmFailureCode;
 use crate::{
     BlockType, ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk, Usage,
 };
@@ -346,7 +347,10 @@ impl ScriptedProvider {
             }),
             Mode::Script(scenario) => {
                 let mut next = self.next_reply.lock().map_err(|_| {
-                    LlmFailure::new("UNKNOWN", "scripted provider state is poisoned")
+                    LlmFailure::new(
+                        LlmFailureCode::Unknown,
+                        "scripted provider state is poisoned",
+                    )
                 })?;
                 // A session this provider has not seen yet (a resumed one)
                 // continues after the replies its history already holds.
@@ -360,7 +364,7 @@ impl ScriptedProvider {
                 *index += 1;
                 reply.ok_or_else(|| {
                     LlmFailure::new(
-                        "SCRIPT_EXHAUSTED",
+                        LlmFailureCode::ScriptExhausted,
                         format!(
                             "scripted scenario {} has no reply {} for session {}",
                             self.model, *index, request.session_id
@@ -395,7 +399,10 @@ impl Provider for ScriptedProvider {
             }
             if reply.hostile.is_some() {
                 let message = format!("{NAME}: hostile replies are played only by dsh-fake-model");
-                return finish_error(&out, LlmFailure::new("SCRIPT_UNSUPPORTED", message));
+                return finish_error(
+                    &out,
+                    LlmFailure::new(LlmFailureCode::ScriptUnsupported, message),
+                );
             }
             let mut first_delta = true;
             for chunk in chunks(&reply, &model, input_estimate) {
@@ -414,11 +421,17 @@ impl Provider for ScriptedProvider {
                     }
                     if reply.cut {
                         let message = format!("{NAME} stream ended before its finish");
-                        return finish_error(&out, LlmFailure::new("STREAM_CLOSED", message));
+                        return finish_error(
+                            &out,
+                            LlmFailure::new(LlmFailureCode::StreamClosed, message),
+                        );
                     }
                     if reply.reset {
                         let message = format!("{NAME} transport failed: connection reset");
-                        return finish_error(&out, LlmFailure::new("TRANSPORT", message));
+                        return finish_error(
+                            &out,
+                            LlmFailure::new(LlmFailureCode::Transport, message),
+                        );
                     }
                 }
             }
@@ -439,7 +452,7 @@ fn chunks(reply: &Reply, model: &str, input_estimate: u64) -> Vec<StreamChunk> {
     if let Some(error) = &reply.error {
         let failure = LlmFailure {
             message: error.message.clone(),
-            code: error.code.clone(),
+            code: error.code.as_str().into(),
             status: error.status,
             provider_retry_after_ms: match &error.retry_after {
                 Some(header) => crate::http::retry_after_ms(header, std::time::SystemTime::now()),
@@ -599,7 +612,7 @@ fn check_content(messages: &[Arc<Message>]) -> Result<(), LlmFailure> {
                 .unwrap_or("<none>");
             if kind != "text" && kind != "image" {
                 return Err(LlmFailure::new(
-                    "UNSUPPORTED_CONTENT",
+                    LlmFailureCode::UnsupportedContent,
                     format!("{NAME} provider cannot represent {role} content {kind}"),
                 ));
             }

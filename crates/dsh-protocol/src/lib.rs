@@ -18,9 +18,11 @@
 //! * [`Outgoing`] builds the exact bytes of responses, error responses and
 //!   notifications (compact JSON, key order as the official runtime, one
 //!   trailing `\n`);
-//! * [`methods`], [`notifications`] and [`event`] hold typed serde structs for
-//!   every method's params and result, the four notifications and the
-//!   [`SessionEvent`](event::SessionEvent) envelope.
+//! * [`methods`] and [`notifications`] hold typed serde structs for every
+//!   method's params and result and the four notifications;
+//! * [`catalog`] is the event vocabulary: one payload type per session
+//!   event, the [`SessionEvent`](catalog::SessionEvent) envelope, and the
+//!   [`message`]s the events carry.
 //!
 //! ```
 //! use dsh_protocol::{classify, Incoming};
@@ -42,8 +44,9 @@ mod outgoing;
 mod reader;
 mod writer;
 
-pub mod event;
+pub mod catalog;
 pub mod lenient;
+pub mod message;
 pub mod methods;
 pub mod notifications;
 pub mod surrogates;

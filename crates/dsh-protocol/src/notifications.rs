@@ -1,6 +1,6 @@
 //! The four runtime → client notifications.
 
-use crate::event::SessionEvent;
+use crate::catalog::SessionEvent;
 use serde::{Deserialize, Serialize};
 
 /// `session.event`.

@@ -280,9 +280,13 @@ fn read_stored(store: &SessionStore, id: &str, cwd: &Path) -> Result<Resumed, Rp
     let mut events = stored.events;
     let mut next_seq = events.last().map_or(0, |e| e.seq + 1);
     for closer in repair_closers(&events, now_ms()) {
-        let event = closer.into_event(next_seq);
+        let event = closer.into_event(next_seq, now_ms());
         writer.append_event(&event)?;
-        events.push(event);
+        events.push(
+            event
+                .to_raw()
+                .map_err(|err| RpcError::Internal(err.to_string()))?,
+        );
         next_seq += 1;
     }
     writer.flush()?;

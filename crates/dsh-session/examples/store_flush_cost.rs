@@ -11,8 +11,9 @@
 //! (DIR defaults to the system temporary directory; put it on the file
 //! system that will hold `DSH_HOME`).
 
+use dsh_protocol::catalog::{AssistantMessageEvent, EventDraft};
 use dsh_session::store::{Encoding, SessionHeader, SessionStore, SessionWriter, StoreError};
-use dsh_session::{EventBytes, EventDraft, EventLog, EventObserver, SessionStatus};
+use dsh_session::{EventBytes, EventLog, EventObserver, SessionStatus};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -87,12 +88,18 @@ fn append_cost(home: &Path, encoding: Option<Encoding>) -> Result<Duration, Stor
     if let Some(encoding) = encoding {
         log = log.with_writer(writer(home, encoding, "log")?);
     }
-    let data = json!({"turn": 1, "step": 1, "text": pad()});
+    let data = AssistantMessageEvent {
+        turn: 1,
+        step: 1,
+        message: json!({"text": pad()}),
+        usage: None,
+        stream: json!([]),
+    };
     // The first event creates the session; it is not counted.
-    let _ = log.append(EventDraft::new("assistant/message", &data));
+    let _ = log.append(EventDraft::new(&data));
     let start = Instant::now();
     for _ in 0..EVENTS {
-        let _ = log.append(EventDraft::new("assistant/message", &data));
+        let _ = log.append(EventDraft::new(&data));
     }
     let elapsed = start.elapsed();
     if let Some(err) = log.write_error() {

@@ -1,6 +1,7 @@
-//! Messages, session events and the session event log.
+//! The session event log and its store.
 //!
-//! Everything observable about a session is an event appended to its
+//! Everything observable about a session is an event (typed by
+//! [`dsh_protocol::catalog`]) appended to its
 //! [`EventLog`]. The log gives each event its `seq` and `time`, serialises it
 //! **once**, and hands the same bytes to its [`EventObserver`] (the SDK server
 //! wraps them in `session.event` notifications; the persistence sink writes
@@ -10,20 +11,18 @@
 //! names, the v4 log format (header line, one event per line, plain or one
 //! zstd frame per batch), the session lock, reading back with torn-tail
 //! tolerance, and the repair that resume appends to an interrupted turn.
+//! [`attachments`] keeps prompt images by content hash.
 //! [`private_fs`] creates and opens the runtime's files under `DSH_HOME`
 //! (0600 / 0700, no symbolic links, owned by the runtime).
 
 mod log;
-mod message;
 
-pub mod events;
+pub mod attachments;
 pub mod private_fs;
 pub mod store;
 
-pub use log::{
-    EventBytes, EventDraft, EventLog, EventObserver, LogUnwritable, SessionStatus, now_ms,
-};
-pub use message::{
+pub use dsh_protocol::message::{
     AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, new_message_id, text_block,
     text_of,
 };
+pub use log::{EventBytes, EventLog, EventObserver, LogUnwritable, SessionStatus, now_ms};

@@ -1,6 +1,6 @@
 use crate::store::{SessionWriter, StoreError};
 use bytes::Bytes;
-use serde::Serialize;
+use dsh_protocol::catalog::{EventDraft, EventPayload, SessionEvent};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -64,52 +64,6 @@ pub trait EventObserver: Send + Sync {
     fn on_event(&self, session_id: &str, event: &EventBytes);
     /// A whole-agent status transition.
     fn on_status(&self, session_id: &str, status: SessionStatus);
-}
-
-/// An event before the log has given it a `seq` and `time`.
-pub struct EventDraft<'a, D: Serialize> {
-    /// Event type.
-    pub kind: &'a str,
-    /// Payload.
-    pub data: &'a D,
-    /// Cited seqs (`tool/result` → its `tool/call`).
-    pub source_event_seqs: Option<&'a [u64]>,
-    /// `true` for model-visible messages (`surfaceOp: "append"`).
-    pub surface_append: bool,
-}
-
-impl<'a, D: Serialize> EventDraft<'a, D> {
-    /// A plain event.
-    pub fn new(kind: &'a str, data: &'a D) -> Self {
-        Self {
-            kind,
-            data,
-            source_event_seqs: None,
-            surface_append: false,
-        }
-    }
-
-    /// A model-visible message event (`surfaceOp: "append"`).
-    pub fn surfaced(kind: &'a str, data: &'a D) -> Self {
-        Self {
-            surface_append: true,
-            ..Self::new(kind, data)
-        }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Envelope<'a, D: Serialize> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    seq: u64,
-    time: u64,
-    data: &'a D,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source_event_seqs: Option<&'a [u64]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    surface_op: Option<&'static str>,
 }
 
 /// The append-only event log of one session: assigns `seq` (contiguous from
@@ -257,19 +211,20 @@ impl EventLog {
     /// Appends one event and returns its seq. The event is written to the
     /// log, then notified; if the write fails it is notified after a later
     /// write succeeds (see the type's documentation).
-    pub fn append<D: Serialize>(
+    pub fn append<D: EventPayload>(
         &mut self,
-        draft: EventDraft<'_, D>,
+        draft: EventDraft<D>,
     ) -> Result<u64, serde_json::Error> {
         let seq = self.next_seq;
-        let time = now_ms().max(self.last_time);
-        let envelope = Envelope {
-            kind: draft.kind,
+        let time = draft.time.unwrap_or_else(now_ms).max(self.last_time);
+        let envelope = SessionEvent {
+            kind: draft.kind().to_owned(),
             seq,
             time,
-            data: draft.data,
+            data: &draft.data,
             source_event_seqs: draft.source_event_seqs,
-            surface_op: draft.surface_append.then_some("append"),
+            surface_op: draft.surface_op,
+            ignorable: None,
         };
         // Serialised once; the same bytes are written and notified.
         let raw = EventBytes::new(dsh_protocol::surrogates::decode(serde_json::to_vec(
@@ -385,7 +340,16 @@ fn hand_over(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dsh_protocol::catalog::{Event, RawEvent};
     use serde_json::json;
+
+    /// An event of any type, for tests of the log itself.
+    fn raw(kind: &str, data: serde_json::Value) -> Event {
+        Event::Unknown(RawEvent {
+            kind: kind.to_owned(),
+            data,
+        })
+    }
     use std::sync::Mutex;
 
     #[derive(Default)]
@@ -409,17 +373,12 @@ mod tests {
         let record = Arc::new(Record::default());
         let mut log = EventLog::new("s", Some(record.clone() as Arc<dyn EventObserver>));
         assert_eq!(
-            log.append(EventDraft::new("turn/start", &json!({"turn": 1})))
+            log.append(EventDraft::new(raw("turn/start", json!({"turn": 1}))))
                 .ok(),
             Some(0)
         );
         log.status(SessionStatus::Running);
-        let seqs = [0u64];
-        let data = json!({});
-        let draft = EventDraft {
-            source_event_seqs: Some(&seqs),
-            ..EventDraft::surfaced("tool/result", &data)
-        };
+        let draft = EventDraft::surfaced(raw("tool/result", json!({}))).citing(vec![0]);
         assert_eq!(log.append(draft).ok(), Some(1));
         let got = record.0.lock().map(|v| v.clone()).unwrap_or_default();
         assert_eq!(got.len(), 3);
@@ -486,7 +445,7 @@ mod tests {
         let (mut log, check) = logged(home.path());
         // None of these settles anything: today's barriers would not write them.
         for kind in ["turn/start", "step/start", "job/registered", "tool/call"] {
-            assert!(log.append(EventDraft::new(kind, &json!({}))).is_ok());
+            assert!(log.append(EventDraft::new(raw(kind, json!({})))).is_ok());
         }
         assert_eq!(seen(&check), ["0 true", "1 true", "2 true", "3 true"]);
         assert!(log.write_error().is_none());
@@ -498,18 +457,21 @@ mod tests {
         let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let (mut log, check) = logged(home.path());
         assert!(
-            log.append(EventDraft::new("turn/start", &json!({})))
+            log.append(EventDraft::new(raw("turn/start", json!({}))))
                 .is_ok()
         );
         if let Some(writer) = log.writer.as_mut() {
             writer.failing_writes = 3;
         }
         assert!(
-            log.append(EventDraft::new("job/registered", &json!({})))
+            log.append(EventDraft::new(raw("job/registered", json!({}))))
                 .is_ok()
         );
         log.status(SessionStatus::Running);
-        assert!(log.append(EventDraft::new("tool/call", &json!({}))).is_ok());
+        assert!(
+            log.append(EventDraft::new(raw("tool/call", json!({}))))
+                .is_ok()
+        );
         log.flush(); // a barrier retries, and fails too
         assert_eq!(seen(&check), ["0 true"], "nothing unwritten is notified");
         assert_eq!(log.unwritten_events(), 2);
@@ -520,7 +482,7 @@ mod tests {
         assert!(error.contains("No space left on device"), "{error}");
         // The next write succeeds: everything goes out in order.
         assert!(
-            log.append(EventDraft::new("tool/result", &json!({})))
+            log.append(EventDraft::new(raw("tool/result", json!({}))))
                 .is_ok()
         );
         assert_eq!(
@@ -538,14 +500,14 @@ mod tests {
         let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let (mut log, check) = logged(home.path());
         assert!(
-            log.append(EventDraft::new("turn/start", &json!({})))
+            log.append(EventDraft::new(raw("turn/start", json!({}))))
                 .is_ok()
         );
         if let Some(writer) = log.writer.as_mut() {
             writer.failing_writes = 1;
         }
         assert!(
-            log.append(EventDraft::new("job/registered", &json!({})))
+            log.append(EventDraft::new(raw("job/registered", json!({}))))
                 .is_ok()
         );
         log.status(SessionStatus::Idle);

@@ -3,7 +3,7 @@
 //! and logs written without it (official runtime, older dsh) are indexed by
 //! the first claim.
 
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::SessionEvent;
 use dsh_session::store::{Encoding, SessionHeader, SessionStore, SessionWriter, StoreError};
 use serde_json::json;
 use std::fs;

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{line, temp};
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::SessionEvent;
 use dsh_session::store::{
     Encoding, SessionHeader, SessionLocation, SessionStore, SessionWriter, StoreError,
 };

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{read, temp};
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::SessionEvent;
 use dsh_protocol::{Incoming, classify};
 use dsh_session::store::{Encoding, SessionHeader, SessionStore, SessionWriter};
 use serde_json::{Value, json};

@@ -4,10 +4,10 @@
 mod common;
 
 use common::{Transcript, all_logs, events, install, line, log, read, temp, transcripts};
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::{SessionEvent, SurfaceOp};
 use dsh_session::store::{
-    Encoding, EventDraftOwned, SessionHeader, SessionReader, SessionStore, SessionWriter,
-    encode_session_id, project_key, repair_closers, resume_facts,
+    Encoding, SessionHeader, SessionReader, SessionStore, SessionWriter, encode_session_id,
+    project_key, repair_closers, resume_facts,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -182,9 +182,49 @@ fn cut(scenario: &str, id: &str, count: usize) -> Vec<SessionEvent> {
     events
 }
 
+/// A repair closer as plain JSON, to compare with expectations.
+#[derive(Debug, Clone, PartialEq)]
+struct Closer {
+    kind: String,
+    time: u64,
+    data: Value,
+    source_event_seqs: Option<Vec<u64>>,
+    surface_append: bool,
+}
+
+impl Closer {
+    fn into_event(self, seq: u64) -> SessionEvent {
+        SessionEvent {
+            kind: self.kind,
+            seq,
+            time: self.time,
+            data: self.data,
+            source_event_seqs: self.source_event_seqs,
+            surface_op: self.surface_append.then_some(SurfaceOp::APPEND),
+            ignorable: None,
+        }
+    }
+}
+
+/// The repair closers of `events`, as plain JSON.
+fn closers(events: &[SessionEvent], now: u64) -> Vec<Closer> {
+    repair_closers(events, now)
+        .into_iter()
+        .map(|draft| Closer {
+            kind: draft.kind().to_owned(),
+            time: draft
+                .time
+                .unwrap_or_else(|| panic!("closers carry their time")),
+            data: serde_json::to_value(&draft.data).unwrap_or_else(|e| panic!("{e}")),
+            source_event_seqs: draft.source_event_seqs,
+            surface_append: draft.surface_op == Some(SurfaceOp::APPEND),
+        })
+        .collect()
+}
+
 /// A closer without cited seqs or surfaceOp.
-fn plain_draft(kind: &str, time: u64, data: Value) -> EventDraftOwned {
-    EventDraftOwned {
+fn plain_draft(kind: &str, time: u64, data: Value) -> Closer {
+    Closer {
         kind: kind.to_owned(),
         time,
         data,
@@ -193,13 +233,7 @@ fn plain_draft(kind: &str, time: u64, data: Value) -> EventDraftOwned {
     }
 }
 
-fn tool_result(
-    call: &str,
-    seq: u64,
-    text_has: &str,
-    error: (&str, &str),
-    drafts: &EventDraftOwned,
-) {
+fn tool_result(call: &str, seq: u64, text_has: &str, error: (&str, &str), drafts: &Closer) {
     assert_eq!(drafts.kind, "tool/result");
     assert!(drafts.surface_append);
     let data = &drafts.data;
@@ -236,7 +270,7 @@ const NOW: u64 = 1_900_000_000_000;
 fn repair_after_a_recorded_tool_call() {
     // tool_bash cut right after its tool/call (seq 15).
     let events = cut("tool_bash", "session-tool-bash", 16);
-    let drafts = repair_closers(&events, NOW);
+    let drafts = closers(&events, NOW);
     let t = 1796008602312;
     assert_eq!(
         drafts[1..],
@@ -263,7 +297,7 @@ fn repair_after_a_recorded_tool_call() {
     assert_eq!(drafts[0].data["step"], json!(1));
     // After the job events too: same closers, later seqs.
     let events = cut("tool_bash", "session-tool-bash", 18);
-    let drafts = repair_closers(&events, NOW);
+    let drafts = closers(&events, NOW);
     assert_eq!(drafts.len(), 4);
     tool_result(
         "toolu_fake_bash_1",
@@ -279,7 +313,7 @@ fn repair_after_a_recorded_tool_call() {
 fn repair_before_the_tool_call_was_recorded() {
     // tool_bash cut after the assistant/message carrying the call (seq 14).
     let events = cut("tool_bash", "session-tool-bash", 15);
-    let drafts = repair_closers(&events, NOW);
+    let drafts = closers(&events, NOW);
     let kinds: Vec<&str> = drafts.iter().map(|d| d.kind.as_str()).collect();
     assert_eq!(
         kinds,
@@ -299,14 +333,11 @@ fn repair_before_the_tool_call_was_recorded() {
 #[test]
 fn repair_after_the_tool_result_closes_step_and_turn() {
     let events = cut("tool_bash", "session-tool-bash", 19);
-    let kinds: Vec<String> = repair_closers(&events, NOW)
-        .into_iter()
-        .map(|d| d.kind)
-        .collect();
+    let kinds: Vec<String> = closers(&events, NOW).into_iter().map(|d| d.kind).collect();
     assert_eq!(kinds, ["step/end", "turn/end", "session/end-seed"]);
     // Between steps: only the turn is open.
     let events = cut("tool_bash", "session-tool-bash", 20);
-    let drafts = repair_closers(&events, NOW);
+    let drafts = closers(&events, NOW);
     let kinds: Vec<&str> = drafts.iter().map(|d| d.kind.as_str()).collect();
     assert_eq!(kinds, ["turn/end", "session/end-seed"]);
     assert_eq!(drafts[0].time, 1796008602384);
@@ -318,7 +349,7 @@ fn repair_of_a_three_call_step_cut_mid_way() {
     // call has its result, the second's outcome is unknown, the third never
     // started.
     let events = cut("tool_parallel", "session-tool-parallel", 20);
-    let drafts = repair_closers(&events, NOW);
+    let drafts = closers(&events, NOW);
     let kinds: Vec<&str> = drafts.iter().map(|d| d.kind.as_str()).collect();
     assert_eq!(
         kinds,
@@ -353,7 +384,7 @@ fn repair_in_the_middle_of_a_retry() {
     // error_500 cut after its first llm/retry (seq 14): the retry-started and
     // later events are lost, as in the spec's observed tail.
     let events = cut("error_500", "session-error-500", 15);
-    let drafts = repair_closers(&events, NOW);
+    let drafts = closers(&events, NOW);
     let t = 1796008620605;
     assert_eq!(
         drafts,
@@ -374,7 +405,7 @@ fn repair_of_closed_logs_is_the_seed_alone() {
     // What the official runtime appended on resume of a completed turn.
     let full = events(&log("resume", "session-resume"));
     let before = &full[..17];
-    let drafts = repair_closers(before, NOW);
+    let drafts = closers(before, NOW);
     assert_eq!(drafts.len(), 1);
     let seed = drafts[0].clone().into_event(17);
     assert_eq!(seed.kind, full[17].kind);
@@ -382,7 +413,7 @@ fn repair_of_closed_logs_is_the_seed_alone() {
     assert_eq!(seed.seq, full[17].seq);
     for transcript in all_logs() {
         let events = events(&transcript);
-        let drafts = repair_closers(&events, NOW);
+        let drafts = closers(&events, NOW);
         let kinds: Vec<&str> = drafts.iter().map(|d| d.kind.as_str()).collect();
         assert_eq!(kinds, ["session/end-seed"], "{}", transcript.path.display());
     }
@@ -408,8 +439,8 @@ fn repaired_logs_are_written_and_read_back() {
         let location = install(&store, &header, encoding, &bytes);
         let (mut writer, stored) =
             SessionWriter::resume(&location).unwrap_or_else(|e| panic!("{e}"));
-        let closers = repair_closers(&stored.events, NOW);
-        for (seq, draft) in (stored.next_seq()..).zip(closers) {
+        let repaired = closers(&stored.events, NOW);
+        for (seq, draft) in (stored.next_seq()..).zip(repaired) {
             writer
                 .append_event(&draft.into_event(seq))
                 .unwrap_or_else(|e| panic!("{e}"));
@@ -451,7 +482,7 @@ fn repaired_logs_are_written_and_read_back() {
             tail[0]
         );
         // The repaired log is closed: resuming again only seeds.
-        let kinds: Vec<String> = repair_closers(&again.events, NOW + 1)
+        let kinds: Vec<String> = closers(&again.events, NOW + 1)
             .into_iter()
             .map(|d| d.kind)
             .collect();

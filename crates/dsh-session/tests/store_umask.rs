@@ -4,7 +4,7 @@
 mod common;
 
 use common::{line, temp};
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::SessionEvent;
 use dsh_session::store::{Encoding, SessionHeader, SessionStore, SessionWriter};
 use rustix::fs::Mode;
 use serde_json::json;

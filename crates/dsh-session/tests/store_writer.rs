@@ -4,7 +4,7 @@
 mod common;
 
 use common::{install, line, read, temp};
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::SessionEvent;
 use dsh_session::store::{
     Encoding, SessionHeader, SessionLocation, SessionReader, SessionStore, SessionWriter,
     StoreError,
@@ -38,7 +38,7 @@ fn event(seq: u64) -> SessionEvent {
     };
     if seq % 5 == 0 && seq > 0 {
         event.source_event_seqs = Some(vec![seq - 1]);
-        event.surface_op = Some(json!("append"));
+        event.surface_op = Some(dsh_protocol::catalog::SurfaceOp::APPEND);
     }
     event
 }

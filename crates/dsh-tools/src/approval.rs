@@ -2,7 +2,7 @@
 //! in the SDK profiles, so every such request fails closed.
 
 use crate::{PermissionMode, ToolContext, ToolOutput};
-use serde_json::json;
+use dsh_protocol::catalog::{ApprovalAsked, ApprovalDecided, ApprovalOutcome, ToolEvent};
 
 /// When `requested` is wider than the session's mode: records the approval
 /// request and its `unavailable` outcome, and returns the declined result.
@@ -22,14 +22,16 @@ pub(crate) fn check_escalation(
         Some(text) => text.to_owned(),
         None => format!("{tool} asks for {requested} access"),
     };
-    ctx.host.emit(
-        "approval/asked",
-        json!({"id": id, "toolName": tool, "callId": ctx.call_id, "reason": reason}),
-    );
-    ctx.host.emit(
-        "approval/decided",
-        json!({"id": id, "outcome": "unavailable"}),
-    );
+    ctx.host.emit(ToolEvent::ApprovalAsked(ApprovalAsked {
+        id: id.clone(),
+        tool_name: tool.to_owned(),
+        call_id: ctx.call_id.clone(),
+        reason,
+    }));
+    ctx.host.emit(ToolEvent::ApprovalDecided(ApprovalDecided {
+        id,
+        outcome: ApprovalOutcome::Unavailable,
+    }));
     let mode = ctx.mode;
     Some(ToolOutput::failure(format!(
         "Error: this call asked for {requested} access, wider than the session's {mode} mode, and the request was declined: no approver is available in this session, so escalation requests always fail. Retry without sandbox_permissions and stay within what {mode} mode allows."

@@ -2,7 +2,7 @@
 //! tool's JSON schema, with errors the model can act on.
 
 use crate::output::Failure;
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 

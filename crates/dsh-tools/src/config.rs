@@ -1,7 +1,7 @@
 //! Settings shared by the tools of a tool set.
 
 use crate::sandbox::SandboxConfig;
-use dsh_llm::AttachmentStore;
+use dsh_session::attachments::AttachmentStore;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -56,7 +56,6 @@ mod regular;
 mod sandbox;
 mod session;
 mod shell;
-mod todo;
 mod tools;
 mod toolset;
 mod web_guard;
@@ -64,7 +63,9 @@ mod write_guard;
 
 pub use config::{DEFAULT_BASH_TIMEOUT, DEFAULT_SHELL_TIMEOUT, DEFAULT_WEB_TIMEOUT, ToolsConfig};
 pub use context::ToolContext;
-pub use dsh_llm::ToolSpec;
+pub use dsh_protocol::catalog::ToolSpec;
+pub use dsh_protocol::catalog::{Todo, TodoStatus};
+pub use dsh_protocol::catalog::{ToolError, ToolErrorCode};
 pub use host::{NullHost, ToolHost};
 pub use jobs::render::OUTPUT_DISPLAY_LIMIT;
 pub use jobs::{
@@ -72,7 +73,7 @@ pub use jobs::{
     SPILL_MAX_BYTES_VAR, SPILL_SESSION_MAX_BYTES_VAR, SpillLimits,
 };
 pub use mode::{ParsePermissionModeError, PermissionMode};
-pub use output::{ToolError, ToolOutput, text_block, unknown_tool};
+pub use output::{ToolOutput, text_block, unknown_tool};
 pub use regular::{DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR};
 pub use sandbox::{
     HiddenEnv, LandlockSupport, Launcher, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, NetworkAccess,
@@ -80,7 +81,6 @@ pub use sandbox::{
     sandbox_exec_with,
 };
 pub use session::SessionTools;
-pub use todo::{Todo, TodoStatus};
 pub use tokio_util::sync::CancellationToken;
 pub use toolset::{Tool, ToolFuture, ToolSet};
 

@@ -1,17 +1,8 @@
 //! What a tool call produces.
 
+use dsh_protocol::catalog::{ToolError, ToolErrorCode};
 use serde::Serialize;
 use serde_json::{Value, json};
-
-/// The structured failure of a call (`tool/result.data.error`), serialised
-/// as `{"name":…,"code":…}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolError {
-    /// Error class name, e.g. `ToolNotFoundError`.
-    pub name: String,
-    /// Machine-readable code, e.g. `UNKNOWN_TOOL`.
-    pub code: String,
-}
 
 /// The result of one tool call: the tool message's content and flags, plus
 /// the optional `meta` and `error` of the `tool/result` event.
@@ -52,13 +43,10 @@ impl ToolOutput {
         }
     }
 
-    /// Sets the structured `error` (`name`, e.g. `FsError`; `code`, e.g.
-    /// `FS_NOT_REGULAR_FILE`).
-    pub fn with_error(mut self, name: &str, code: &str) -> Self {
-        self.error = Some(ToolError {
-            name: name.to_owned(),
-            code: code.to_owned(),
-        });
+    /// Sets the structured `error` (`{name, code}`, the name following
+    /// from the code).
+    pub fn with_error(mut self, code: ToolErrorCode) -> Self {
+        self.error = Some(ToolError::new(code));
         self
     }
 
@@ -90,10 +78,7 @@ pub fn unknown_tool(name: &str) -> ToolOutput {
         content: vec![text_block(format!("Error: unknown tool \"{name}\""))],
         is_error: true,
         meta: None,
-        error: Some(ToolError {
-            name: "ToolNotFoundError".to_owned(),
-            code: "UNKNOWN_TOOL".to_owned(),
-        }),
+        error: Some(ToolError::new(ToolErrorCode::UnknownTool)),
     }
 }
 

@@ -9,6 +9,7 @@
 //! uses `O_NONBLOCK`, so a FIFO swapped in between never blocks the open.
 
 use crate::ToolOutput;
+use dsh_protocol::catalog::ToolErrorCode;
 use rustix::fs::{FileType, OFlags};
 use std::fs::File;
 use std::io::{self, Read};
@@ -48,7 +49,7 @@ pub(crate) fn not_regular(action: &str, path: &Path) -> ToolOutput {
         "Error: cannot {action} \"{}\": not a regular file",
         path.display()
     ))
-    .with_error("FsError", "FS_NOT_REGULAR_FILE")
+    .with_error(ToolErrorCode::FsNotRegularFile)
 }
 
 /// Why a file could not be opened for reading.

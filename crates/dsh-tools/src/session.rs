@@ -2,7 +2,7 @@
 
 use crate::jobs::{Job, SpillQuota, kill_group, lock};
 use crate::shell::Shell;
-use crate::todo::Todo;
+use dsh_protocol::catalog::Todo;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

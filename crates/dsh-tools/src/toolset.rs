@@ -1,7 +1,7 @@
 //! The [`Tool`] trait and the [`ToolSet`] a profile exposes to the model.
 
 use crate::{ToolContext, ToolOutput, unknown_tool};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;

@@ -9,12 +9,13 @@
 mod serialize;
 mod stream;
 
-use crate::attachments::AttachmentStore;
+use crate::LlmFailureCode;
 use crate::http;
 use crate::sse::SseEvent;
 use crate::{
     ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, ReplyLimits, StreamChunk,
 };
+use dsh_session::attachments::AttachmentStore;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,13 +71,13 @@ impl DeepSeekOfficial {
 fn credential(api_key: Option<&str>) -> Result<String, LlmFailure> {
     match api_key.map(str::trim) {
         None | Some("") => Err(LlmFailure::new(
-            "MISSING_CREDENTIAL",
+            LlmFailureCode::MissingCredential,
             format!(
                 "{NAME}: no API key for provider route \"{NAME}\"; export DEEPSEEK_API_KEY in the runtime's environment (or pass api_key= to the SDK)"
             ),
         )),
         Some(key) if !key.bytes().all(|b| (0x21..=0x7e).contains(&b)) => Err(LlmFailure::new(
-            "INVALID_CREDENTIAL",
+            LlmFailureCode::InvalidCredential,
             format!("{NAME}: the API key contains characters outside printable ASCII"),
         )),
         Some(key) => Ok(key.to_owned()),
@@ -160,19 +161,31 @@ mod tests {
     #[test]
     fn credentials_are_checked_before_any_io() {
         assert_eq!(
-            credential(None).err().map(|f| f.code).as_deref(),
+            credential(None)
+                .err()
+                .map(|f| f.code.to_string())
+                .as_deref(),
             Some("MISSING_CREDENTIAL")
         );
         assert_eq!(
-            credential(Some("  ")).err().map(|f| f.code).as_deref(),
+            credential(Some("  "))
+                .err()
+                .map(|f| f.code.to_string())
+                .as_deref(),
             Some("MISSING_CREDENTIAL")
         );
         assert_eq!(
-            credential(Some("sk-é")).err().map(|f| f.code).as_deref(),
+            credential(Some("sk-é"))
+                .err()
+                .map(|f| f.code.to_string())
+                .as_deref(),
             Some("INVALID_CREDENTIAL")
         );
         assert_eq!(
-            credential(Some("sk a")).err().map(|f| f.code).as_deref(),
+            credential(Some("sk a"))
+                .err()
+                .map(|f| f.code.to_string())
+                .as_deref(),
             Some("INVALID_CREDENTIAL")
         );
         assert_eq!(credential(Some(" sk-1 ")).ok().as_deref(), Some("sk-1"));

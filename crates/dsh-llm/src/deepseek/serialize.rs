@@ -1,10 +1,11 @@
 //! History → Messages API request body (§13.3–13.4).
 
-use crate::attachments::{AttachmentStore, attachment_hex};
+use crate::LlmFailureCode;
 use crate::{LlmFailure, ModelRequest};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use dsh_session::Message;
+use dsh_session::attachments::{AttachmentStore, attachment_hex};
 use serde_json::{Map, Value, json};
 
 /// Everything the serialiser needs besides the request.
@@ -46,7 +47,7 @@ pub fn body(request: &ModelRequest, target: &Target<'_>) -> Result<Value, LlmFai
 
 fn unsupported(kind: &str) -> LlmFailure {
     LlmFailure::new(
-        "UNSUPPORTED_CONTENT",
+        LlmFailureCode::UnsupportedContent,
         format!("DeepSeek Messages cannot represent user/tool-result content {kind}"),
     )
 }
@@ -141,7 +142,7 @@ fn image_blocks(attachment: &Value, target: &Target<'_>) -> Result<Vec<Value>, L
     }
     let bytes = target.attachments.load(attachment).map_err(|err| {
         LlmFailure::new(
-            "INVALID_REQUEST",
+            LlmFailureCode::InvalidRequest,
             format!("image attachment sha256:{hex} cannot be read: {err}"),
         )
     })?;
@@ -219,7 +220,7 @@ fn check_tool_pairs(messages: &[(&'static str, Vec<Value>)]) -> Result<(), LlmFa
             });
             if !answered {
                 return Err(LlmFailure::new(
-                    "INVALID_REQUEST",
+                    LlmFailureCode::InvalidRequest,
                     format!("tool call {id} has no tool result in the following message"),
                 ));
             }

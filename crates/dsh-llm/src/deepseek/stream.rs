@@ -1,5 +1,6 @@
 //! Messages API SSE events → stream chunks (§13.6).
 
+use crate::LlmFailureCode;
 use crate::sse::SseEvent;
 use crate::{BlockType, FinishReason, LlmFailure, StreamChunk, Usage};
 use serde_json::{Value, json};
@@ -52,7 +53,7 @@ impl Translator {
     pub fn event(&mut self, event: &SseEvent) -> Result<Vec<StreamChunk>, LlmFailure> {
         let mut data: Value = dsh_protocol::lenient::from_str(&event.data).map_err(|e| {
             LlmFailure::new(
-                "MALFORMED_RESPONSE",
+                LlmFailureCode::MalformedResponse,
                 format!("{LABEL} sent invalid JSON: {e}"),
             )
         })?;
@@ -104,7 +105,7 @@ impl Translator {
                     Some("invalid_request_error") => "INVALID_REQUEST",
                     _ => "SERVER",
                 };
-                Err(LlmFailure::new(code, message))
+                Err(LlmFailure::new(code.into(), message))
             }
             _ => Ok(Vec::new()),
         }
@@ -316,7 +317,7 @@ fn count(usage: &Value, key: &str) -> u64 {
 
 fn malformed(what: &str) -> LlmFailure {
     LlmFailure::new(
-        "MALFORMED_RESPONSE",
+        LlmFailureCode::MalformedResponse,
         format!("{LABEL} stream is malformed: {what}"),
     )
 }
@@ -324,7 +325,7 @@ fn malformed(what: &str) -> LlmFailure {
 /// The failure for a stream that ended before `message_stop`.
 pub fn stream_closed() -> LlmFailure {
     LlmFailure::new(
-        "STREAM_CLOSED",
+        LlmFailureCode::StreamClosed,
         format!("{LABEL} stream ended before message_stop"),
     )
 }
@@ -548,7 +549,7 @@ mod properties {
                         }
                     }
                     Err(failure) => {
-                        prop_assert!(!failure.code.is_empty() && !failure.message.is_empty());
+                        prop_assert!(!failure.code.as_str().is_empty() && !failure.message.is_empty());
                         break;
                     }
                 }

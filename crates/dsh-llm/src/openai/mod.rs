@@ -13,6 +13,7 @@
 mod serialize;
 mod stream;
 
+use crate::LlmFailureCode;
 use crate::http;
 use crate::sse::SseEvent;
 use crate::{
@@ -95,7 +96,7 @@ impl Provider for OpenAiCompatible {
             };
             let closed = || {
                 LlmFailure::new(
-                    "STREAM_CLOSED",
+                    LlmFailureCode::StreamClosed,
                     format!("{LABEL} stream ended before [DONE]"),
                 )
             };

@@ -1,5 +1,6 @@
 //! History → chat-completions request body.
 
+use crate::LlmFailureCode;
 use crate::{LlmFailure, ModelRequest};
 use dsh_session::{Message, text_of};
 use serde_json::{Map, Value, json};
@@ -107,7 +108,7 @@ fn user_text(content: &[Value]) -> Result<String, LlmFailure> {
             }
             other => {
                 return Err(LlmFailure::new(
-                    "UNSUPPORTED_CONTENT",
+                    LlmFailureCode::UnsupportedContent,
                     format!(
                         "chat completions cannot represent user/tool-result content {}",
                         other.unwrap_or("<untyped>")

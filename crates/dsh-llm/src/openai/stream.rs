@@ -1,5 +1,6 @@
 //! Chat-completions SSE payloads → stream chunks.
 
+use crate::LlmFailureCode;
 use crate::{BlockType, FinishReason, LlmFailure, StreamChunk, Usage};
 use serde_json::{Value, json};
 
@@ -49,7 +50,7 @@ impl Translator {
         }
         let mut value: Value = dsh_protocol::lenient::from_str(data).map_err(|e| {
             LlmFailure::new(
-                "MALFORMED_RESPONSE",
+                LlmFailureCode::MalformedResponse,
                 format!("{LABEL} sent invalid JSON: {e}"),
             )
         })?;
@@ -58,7 +59,7 @@ impl Translator {
                 .get("message")
                 .and_then(Value::as_str)
                 .unwrap_or("provider error");
-            return Err(LlmFailure::new("SERVER", message));
+            return Err(LlmFailure::new(LlmFailureCode::Server, message));
         }
         if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(usage_of(usage));
@@ -178,7 +179,7 @@ impl Translator {
             Some("length") => FinishReason::MaxTokens,
             Some(other) => {
                 return Err(LlmFailure::new(
-                    other.to_uppercase().replace('-', "_"),
+                    LlmFailureCode::from(other.to_uppercase().replace('-', "_").as_str()),
                     format!("{LABEL} finished with reason \"{other}\""),
                 ));
             }
@@ -307,7 +308,7 @@ mod tests {
         assert_eq!(
             run(&[fin("content_filter")])
                 .err()
-                .map(|f| f.code)
+                .map(|f| f.code.to_string())
                 .as_deref(),
             Some("CONTENT_FILTER")
         );
@@ -360,7 +361,7 @@ mod properties {
                         }
                     }
                     Err(failure) => {
-                        prop_assert!(!failure.code.is_empty() && !failure.message.is_empty());
+                        prop_assert!(!failure.code.as_str().is_empty() && !failure.message.is_empty());
                         return Ok(());
                     }
                 }

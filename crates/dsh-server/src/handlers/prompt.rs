@@ -3,9 +3,9 @@
 use super::result;
 use crate::{RpcError, Server, params};
 use dsh_agent::Agent;
-use dsh_llm::AdmitError;
 use dsh_protocol::methods::PromptResult;
 use dsh_protocol::{JsonObject, Request};
+use dsh_session::attachments::AdmitError;
 use serde_json::{Value, json};
 use std::sync::Arc;
 

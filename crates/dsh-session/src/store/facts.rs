@@ -2,14 +2,8 @@
 //! directory, the two inbox queues and the model-visible history.
 
 use super::error::StoreError;
-use crate::events::{
-    ASSISTANT_MESSAGE, INBOX_SPLICED, SESSION_TITLE, SYSTEM_MESSAGE, TOOL_RESULT, TURN_START,
-    USER_MESSAGE, WORKING_DIRECTORY_CHANGE,
-};
-use crate::message::{Message, SystemMessage, UserMessage};
-use dsh_protocol::event::SessionEvent;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
+use dsh_protocol::catalog::{Event, InboxSpliced, InboxTarget, RangeOp, SessionEvent, SurfaceOp};
+use dsh_protocol::message::{Message, SystemMessage, UserMessage};
 
 /// The two durable inbox queues (§10.1), oldest first.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -52,57 +46,23 @@ pub struct ResumeFacts {
     pub last_runtime_context: Option<UserMessage>,
 }
 
-fn parse<T: DeserializeOwned>(
-    event: &SessionEvent,
-    value: &Value,
-    what: &str,
-) -> Result<T, StoreError> {
-    serde_json::from_value(value.clone()).map_err(|e| StoreError::BadEvent {
-        seq: event.seq,
-        reason: format!("{} {what}: {e}", event.kind),
-    })
-}
-
-fn field<'a>(event: &'a SessionEvent, key: &str) -> Result<&'a Value, StoreError> {
-    event.data.get(key).ok_or_else(|| StoreError::BadEvent {
-        seq: event.seq,
-        reason: format!("{} without {key}", event.kind),
-    })
-}
-
 /// Applies one `agent/inbox/spliced` to its queue: remove `removedCount`
 /// entries at `start`, insert `inserted` there (clamped like
 /// `Array.prototype.splice`). `outcome: "canceled"` splices remove the same
 /// way.
-fn splice(inbox: &mut PendingInbox, event: &SessionEvent) -> Result<(), StoreError> {
-    let queue = match field(event, "target")?.as_str() {
-        Some("next-turn") => &mut inbox.next_turn,
-        Some("next-step") => &mut inbox.next_step,
-        other => {
-            return Err(StoreError::BadEvent {
-                seq: event.seq,
-                reason: format!("unknown inbox target {other:?}"),
-            });
-        }
+fn splice(inbox: &mut PendingInbox, splice: InboxSpliced) {
+    let queue = match splice.target {
+        InboxTarget::NextTurn => &mut inbox.next_turn,
+        InboxTarget::NextStep => &mut inbox.next_step,
     };
-    let as_index = |value: Option<&Value>| {
-        value
-            .and_then(Value::as_u64)
-            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
-    };
-    let start = as_index(event.data.get("start")).min(queue.len());
-    let removed = as_index(event.data.get("removedCount")).min(queue.len() - start);
-    let inserted: Vec<UserMessage> = match event.data.get("inserted") {
-        Some(value) => parse(event, value, "inserted")?,
-        None => Vec::new(),
-    };
-    queue.splice(start..start + removed, inserted);
-    Ok(())
+    let start = splice.start.min(queue.len());
+    let removed = splice.removed_count.unwrap_or(0).min(queue.len() - start);
+    queue.splice(start..start + removed, splice.inserted);
 }
 
 /// Applies a message event's `surfaceOp` to the history: `"append"` (or
-/// none) appends; `{"op":"replace","startSeq":a,"endSeq":b}` (◆, never
-/// observed) replaces the entries added by events `a..=b` with this one.
+/// none) appends; `{"op":"replace","startSeq":a,"endSeq":b}` replaces the
+/// entries added by events `a..=b` with this one.
 fn surface(
     history: &mut Vec<HistoryEntry>,
     event: &SessionEvent,
@@ -112,22 +72,18 @@ fn surface(
         seq: event.seq,
         message,
     };
-    let Some(op) = event
-        .surface_op
-        .as_ref()
-        .filter(|op| op.as_str() != Some("append"))
-    else {
-        history.push(entry);
-        return Ok(());
-    };
-    let range = (op.get("op").and_then(Value::as_str) == Some("replace"))
-        .then(|| Some((op.get("startSeq")?.as_u64()?, op.get("endSeq")?.as_u64()?)))
-        .flatten();
-    let Some((start, end)) = range else {
-        return Err(StoreError::BadEvent {
-            seq: event.seq,
-            reason: format!("unsupported surfaceOp {op}"),
-        });
+    let (start, end) = match &event.surface_op {
+        None | Some(SurfaceOp::Append(_)) => {
+            history.push(entry);
+            return Ok(());
+        }
+        Some(SurfaceOp::Range(RangeOp::Replace { start_seq, end_seq })) => (*start_seq, *end_seq),
+        Some(SurfaceOp::Other(op)) => {
+            return Err(StoreError::BadEvent {
+                seq: event.seq,
+                reason: format!("unsupported surfaceOp {op}"),
+            });
+        }
     };
     let at = history
         .iter()
@@ -138,6 +94,14 @@ fn surface(
     Ok(())
 }
 
+/// The typed payload of `event`, or why it does not fit its type.
+pub(crate) fn typed(event: &SessionEvent) -> Result<Event, StoreError> {
+    event.typed().map_err(|e| StoreError::BadEvent {
+        seq: event.seq,
+        reason: format!("{}: {e}", event.kind),
+    })
+}
+
 /// Rebuilds the [`ResumeFacts`] of a stored log (repair closers included or
 /// not: they add no messages but the interrupted tool results).
 ///
@@ -146,46 +110,30 @@ fn surface(
 pub fn resume_facts(events: &[SessionEvent]) -> Result<ResumeFacts, StoreError> {
     let mut facts = ResumeFacts::default();
     for event in events {
-        match event.kind.as_str() {
-            TURN_START => {
-                facts.last_turn =
-                    field(event, "turn")?
-                        .as_u64()
-                        .ok_or_else(|| StoreError::BadEvent {
-                            seq: event.seq,
-                            reason: "turn/start turn is not a number".to_owned(),
-                        })?;
+        match typed(event)? {
+            Event::TurnStart(start) => facts.last_turn = start.turn.into(),
+            Event::SessionTitle(_) => facts.has_title = true,
+            Event::WorkingDirectoryChange(change) => facts.cwd = Some(change.cwd),
+            Event::InboxSpliced(spliced) => splice(&mut facts.inbox, spliced),
+            Event::SystemMessage(system) => {
+                facts.last_system = Some(system.message.clone());
+                surface(&mut facts.history, event, Message::System(system.message))?;
             }
-            SESSION_TITLE => facts.has_title = true,
-            WORKING_DIRECTORY_CHANGE => {
-                let cwd = field(event, "cwd")?
-                    .as_str()
-                    .ok_or_else(|| StoreError::BadEvent {
-                        seq: event.seq,
-                        reason: "working-directory/change cwd is not a string".to_owned(),
-                    })?;
-                facts.cwd = Some(cwd.to_owned());
-            }
-            INBOX_SPLICED => splice(&mut facts.inbox, event)?,
-            SYSTEM_MESSAGE => {
-                let message: SystemMessage = parse(event, field(event, "message")?, "message")?;
-                facts.last_system = Some(message.clone());
-                surface(&mut facts.history, event, Message::System(message))?;
-            }
-            USER_MESSAGE => {
-                let message: UserMessage = parse(event, &event.data, "message")?;
+            Event::UserMessage(message) => {
                 if message.source_kind() == Some("runtime-context") {
                     facts.last_runtime_context = Some(message.clone());
                 }
                 surface(&mut facts.history, event, Message::User(message))?;
             }
-            ASSISTANT_MESSAGE => {
-                let message = parse(event, field(event, "message")?, "message")?;
-                surface(&mut facts.history, event, Message::Assistant(message))?;
+            Event::AssistantMessage(assistant) => {
+                surface(
+                    &mut facts.history,
+                    event,
+                    Message::Assistant(assistant.message),
+                )?;
             }
-            TOOL_RESULT => {
-                let message = parse(event, field(event, "message")?, "message")?;
-                surface(&mut facts.history, event, Message::Tool(message))?;
+            Event::ToolResult(result) => {
+                surface(&mut facts.history, event, Message::Tool(result.message))?;
             }
             _ => {}
         }
@@ -196,7 +144,10 @@ pub fn resume_facts(events: &[SessionEvent]) -> Result<ResumeFacts, StoreError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    const INBOX_SPLICED: &str = "agent/inbox/spliced";
+    const USER_MESSAGE: &str = "user/message";
 
     fn event(seq: u64, kind: &str, data: Value) -> SessionEvent {
         SessionEvent {
@@ -205,7 +156,7 @@ mod tests {
             time: seq,
             data,
             source_event_seqs: None,
-            surface_op: Some(Value::from("append")),
+            surface_op: Some(SurfaceOp::APPEND),
             ignorable: None,
         }
     }
@@ -253,7 +204,10 @@ mod tests {
     #[test]
     fn replace_swaps_the_covered_entries() {
         let mut replace = event(3, USER_MESSAGE, user("summary"));
-        replace.surface_op = Some(json!({"op": "replace", "startSeq": 1, "endSeq": 2}));
+        replace.surface_op = Some(SurfaceOp::Range(RangeOp::Replace {
+            start_seq: 1,
+            end_seq: 2,
+        }));
         let events = [
             event(0, USER_MESSAGE, user("a")),
             event(1, USER_MESSAGE, user("b")),

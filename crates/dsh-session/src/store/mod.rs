@@ -33,7 +33,8 @@
 //! let location = store.locate("s-1")?.ok_or("not found")?;
 //! let (mut writer, stored) = SessionWriter::resume(&location)?;
 //! for (seq, draft) in (stored.next_seq()..).zip(repair_closers(&stored.events, 1_796_008_700_000)) {
-//!     writer.append_event(&draft.into_event(seq))?;
+//!     // Closers carry their time; the second argument is for drafts without one.
+//!     writer.append_event(&draft.into_event(seq, dsh_session::now_ms()))?;
 //! }
 //! writer.sync()?;
 //! # Ok(())
@@ -64,6 +65,6 @@ pub use layout::{Encoding, LOCK_FILE, PLAIN_FILE, SessionLocation, SessionStore,
 pub use locked::LockedSession;
 pub use names::{NO_CWD_DIR, encode_session_id, project_key};
 pub use reader::{SessionReader, StoredSession};
-pub use repair::{EventDraftOwned, SESSION_END_SEED, repair_closers};
+pub use repair::repair_closers;
 pub use workspace::resume_workspace;
 pub use writer::SessionWriter;

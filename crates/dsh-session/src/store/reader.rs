@@ -4,9 +4,8 @@ use super::error::StoreError;
 use super::header::{FORMAT_VERSION, SessionHeader};
 use super::layout::{Encoding, LOG_WHAT, SessionLocation};
 use crate::private_fs::open_file;
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::SessionEvent;
 use dsh_protocol::lenient;
-use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fs::OpenOptions;
@@ -233,32 +232,6 @@ fn decode_frames(file: &Path, bytes: &[u8]) -> Result<(Vec<u8>, Frames), StoreEr
     Ok((out, frames))
 }
 
-/// The on-disk envelope: as [`SessionEvent`], with `sourceEventSeqs`
-/// entries that may be `[start, end]` runs.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct DiskEvent {
-    #[serde(rename = "type")]
-    kind: String,
-    seq: u64,
-    time: u64,
-    data: Value,
-    #[serde(default)]
-    source_event_seqs: Option<Vec<SeqEntry>>,
-    #[serde(default)]
-    surface_op: Option<Value>,
-    #[serde(default)]
-    ignorable: Option<bool>,
-}
-
-/// One `sourceEventSeqs` entry.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum SeqEntry {
-    One(u64),
-    Run(u64, u64),
-}
-
 /// Line-by-line state of a read.
 struct Lines<'a> {
     file: &'a Path,
@@ -336,43 +309,24 @@ impl<'a> Lines<'a> {
     }
 
     fn parse_event(&self, line: &[u8]) -> Result<SessionEvent, StoreError> {
-        let disk: DiskEvent =
+        let event: SessionEvent =
             lenient::from_slice(line).map_err(|e| self.corrupt(format!("bad event: {e}")))?;
         let expected = self.events.len() as u64;
-        if disk.seq != expected {
-            return Err(self.corrupt(format!("expected seq {expected}, found {}", disk.seq)));
+        if event.seq != expected {
+            return Err(self.corrupt(format!("expected seq {expected}, found {}", event.seq)));
         }
-        let source_event_seqs = match disk.source_event_seqs {
-            None => None,
-            Some(entries) => Some(self.expand(disk.seq, entries)?),
-        };
-        Ok(SessionEvent {
-            kind: disk.kind,
-            seq: disk.seq,
-            time: disk.time,
-            data: disk.data,
-            source_event_seqs,
-            surface_op: disk.surface_op,
-            ignorable: disk.ignorable,
-        })
-    }
-
-    fn expand(&self, seq: u64, entries: Vec<SeqEntry>) -> Result<Vec<u64>, StoreError> {
-        let mut seqs = Vec::with_capacity(entries.len());
-        for entry in entries {
-            match entry {
-                SeqEntry::One(cited) => seqs.push(cited),
-                SeqEntry::Run(start, end) => {
-                    if start > end || end >= seq {
-                        return Err(self.corrupt(format!(
-                            "bad sourceEventSeqs run [{start},{end}] in event {seq}"
-                        )));
-                    }
-                    seqs.extend(start..=end);
-                }
-            }
+        if let Some(cited) = event
+            .source_event_seqs
+            .iter()
+            .flatten()
+            .find(|cited| **cited >= event.seq)
+        {
+            return Err(self.corrupt(format!(
+                "event {} cites seq {cited}, not an earlier event",
+                event.seq
+            )));
         }
-        Ok(seqs)
+        Ok(event)
     }
 }
 

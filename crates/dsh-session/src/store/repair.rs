@@ -1,56 +1,13 @@
 //! Resume repair (§10.5): the events appended when a stored log ends inside
 //! an open turn, and the `session/end-seed` marker of every resume.
 
-use crate::events::{
-    ASSISTANT_MESSAGE, STEP_END, STEP_START, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START,
+use dsh_protocol::catalog::{
+    Event, EventDraft, SessionEndSeed, SessionEvent, StepEnd, ToolError, ToolErrorCode, ToolResult,
+    TurnEnd, TurnEndReason,
 };
-use crate::message::{ToolMessage, text_block};
-use dsh_protocol::event::SessionEvent;
-use serde_json::{Value, json};
+use dsh_protocol::message::{AssistantMessage, ToolMessage, text_block};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-
-/// `session/end-seed`: appended by every resume, disk only.
-pub const SESSION_END_SEED: &str = "session/end-seed";
-
-/// An event to append, owned, before it has a seq.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventDraftOwned {
-    /// Event type.
-    pub kind: String,
-    /// The `time` it must carry (epoch ms).
-    pub time: u64,
-    /// Payload.
-    pub data: Value,
-    /// Cited seqs.
-    pub source_event_seqs: Option<Vec<u64>>,
-    /// `surfaceOp: "append"` (model-visible messages).
-    pub surface_append: bool,
-}
-
-impl EventDraftOwned {
-    fn new(kind: &str, time: u64, data: Value) -> Self {
-        Self {
-            kind: kind.to_owned(),
-            time,
-            data,
-            source_event_seqs: None,
-            surface_append: false,
-        }
-    }
-
-    /// The event with `seq` (official key order when serialised).
-    pub fn into_event(self, seq: u64) -> SessionEvent {
-        SessionEvent {
-            kind: self.kind,
-            seq,
-            time: self.time,
-            data: self.data,
-            source_event_seqs: self.source_event_seqs,
-            surface_op: self.surface_append.then(|| Value::from("append")),
-            ignorable: None,
-        }
-    }
-}
 
 /// A tool call of the open step's last assistant message.
 struct OpenCall {
@@ -62,9 +19,9 @@ struct OpenCall {
 #[derive(Default)]
 struct Tail {
     /// The open turn's number.
-    turn: Option<u64>,
+    turn: Option<u32>,
     /// The open step: `(turn, step)`.
-    step: Option<(u64, u64)>,
+    step: Option<(u32, u32)>,
     /// Tool calls of the open step's last `assistant/message`, model order.
     calls: Vec<OpenCall>,
     /// `tool/call` seq by call id, in the open step.
@@ -81,42 +38,36 @@ impl Tail {
         self.answered.clear();
     }
 
+    /// Scans the log. An event whose payload does not fit its type is
+    /// passed over here (resume reports it when it rebuilds the history).
     fn scan(events: &[SessionEvent]) -> Self {
         let mut tail = Self::default();
         for event in events {
-            let data = &event.data;
-            match event.kind.as_str() {
-                TURN_START => {
+            let Ok(typed) = event.typed() else {
+                continue;
+            };
+            match typed {
+                Event::TurnStart(start) => {
                     tail.reset_step();
-                    tail.turn = Some(uint(data, "turn").unwrap_or(0));
+                    tail.turn = Some(start.turn);
                 }
-                TURN_END => {
+                Event::TurnEnd(_) => {
                     tail.reset_step();
                     tail.turn = None;
                 }
-                STEP_START => {
+                Event::StepStart(start) => {
                     tail.reset_step();
-                    let turn = uint(data, "turn").or(tail.turn).unwrap_or(0);
-                    tail.step = Some((turn, uint(data, "step").unwrap_or(0)));
+                    tail.step = Some((start.turn, start.step));
                 }
-                STEP_END => tail.reset_step(),
-                ASSISTANT_MESSAGE if tail.step.is_some() => {
-                    tail.calls = tool_calls(data);
+                Event::StepEnd(_) => tail.reset_step(),
+                Event::AssistantMessage(assistant) if tail.step.is_some() => {
+                    tail.calls = tool_calls(&assistant.message);
                 }
-                TOOL_CALL if tail.step.is_some() => {
-                    if let Some(id) = data.get("callId").and_then(Value::as_str) {
-                        tail.recorded.insert(id.to_owned(), event.seq);
-                    }
+                Event::ToolCall(call) if tail.step.is_some() => {
+                    tail.recorded.insert(call.call_id, event.seq);
                 }
-                TOOL_RESULT if tail.step.is_some() => {
-                    let message = data.get("message");
-                    let id = message
-                        .and_then(|m| m.get("toolCallId"))
-                        .or_else(|| message.and_then(|m| m.get("source")?.get("callId")))
-                        .and_then(Value::as_str);
-                    if let Some(id) = id {
-                        tail.answered.insert(id.to_owned());
-                    }
+                Event::ToolResult(result) if tail.step.is_some() => {
+                    tail.answered.insert(result.message.tool_call_id);
                 }
                 _ => {}
             }
@@ -125,20 +76,10 @@ impl Tail {
     }
 }
 
-fn uint(data: &Value, key: &str) -> Option<u64> {
-    data.get(key).and_then(Value::as_u64)
-}
-
-/// The `tool-call` blocks of an `assistant/message`'s message.
-fn tool_calls(data: &Value) -> Vec<OpenCall> {
-    let Some(content) = data
-        .get("message")
-        .and_then(|m| m.get("content"))
-        .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    content
+/// The `tool-call` blocks of an assistant message.
+fn tool_calls(message: &AssistantMessage) -> Vec<OpenCall> {
+    message
+        .content
         .iter()
         .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool-call"))
         .filter_map(|block| {
@@ -196,7 +137,7 @@ fn not_started_text(call: &OpenCall) -> String {
 /// These reuse the `time` of the last stored event. Then
 /// `session/end-seed {}` at `now_ms` (never earlier than the last event),
 /// unless the log already ends with one and nothing was repaired.
-pub fn repair_closers(events: &[SessionEvent], now_ms: u64) -> Vec<EventDraftOwned> {
+pub fn repair_closers(events: &[SessionEvent], now_ms: u64) -> Vec<EventDraft<Event>> {
     let next_seq = events.last().map_or(0, |event| event.seq + 1);
     let last_time = events.last().map_or(0, |event| event.time);
     let tail = Tail::scan(events);
@@ -206,51 +147,46 @@ pub fn repair_closers(events: &[SessionEvent], now_ms: u64) -> Vec<EventDraftOwn
             for call in tail.calls.iter().filter(|c| !tail.answered.contains(&c.id)) {
                 let seq = next_seq + drafts.len() as u64;
                 let recorded = tail.recorded.get(&call.id).copied();
-                let (text, error) = match recorded {
+                let (text, code) = match recorded {
                     Some(_) => (
                         outcome_unknown_text(call),
-                        json!({"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}),
+                        ToolErrorCode::ToolOutcomeUnknown,
                     ),
-                    None => (
-                        not_started_text(call),
-                        json!({"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}),
-                    ),
+                    None => (not_started_text(call), ToolErrorCode::ToolNotStarted),
                 };
                 let mut message = ToolMessage::new(&call.id, vec![text_block(text)], true);
                 message.id = format!("interrupted-tool-result-{}-{seq}", call.id);
-                let data = json!({
-                    "turn": step_turn,
-                    "step": step,
-                    "message": message,
-                    "error": error,
+                let result = Event::ToolResult(ToolResult {
+                    turn: step_turn,
+                    step,
+                    message,
+                    meta: None,
+                    error: Some(ToolError::new(code)),
                 });
-                drafts.push(EventDraftOwned {
-                    source_event_seqs: recorded.map(|s| vec![s]),
-                    surface_append: true,
-                    ..EventDraftOwned::new(TOOL_RESULT, last_time, data)
-                });
+                drafts.push(
+                    EventDraft::surfaced(result)
+                        .citing(recorded.into_iter().collect())
+                        .at(last_time),
+                );
             }
-            drafts.push(EventDraftOwned::new(
-                STEP_END,
-                last_time,
-                json!({"turn": step_turn, "step": step}),
-            ));
+            let end = StepEnd {
+                turn: step_turn,
+                step,
+            };
+            drafts.push(EventDraft::new(Event::StepEnd(end)).at(last_time));
         }
-        drafts.push(EventDraftOwned::new(
-            TURN_END,
-            last_time,
-            json!({"turn": turn, "reason": {"kind": "interrupted"}}),
-        ));
+        let end = TurnEnd {
+            turn,
+            reason: TurnEndReason::Interrupted,
+        };
+        drafts.push(EventDraft::new(Event::TurnEnd(end)).at(last_time));
     }
     let ends_seeded = events
         .last()
-        .is_some_and(|event| event.kind == SESSION_END_SEED);
+        .is_some_and(|event| matches!(event.typed(), Ok(Event::SessionEndSeed(_))));
     if !drafts.is_empty() || !ends_seeded {
-        drafts.push(EventDraftOwned::new(
-            SESSION_END_SEED,
-            now_ms.max(last_time),
-            json!({}),
-        ));
+        let seed = Event::SessionEndSeed(SessionEndSeed {});
+        drafts.push(EventDraft::new(seed).at(now_ms.max(last_time)));
     }
     drafts
 }
@@ -258,6 +194,8 @@ pub fn repair_closers(events: &[SessionEvent], now_ms: u64) -> Vec<EventDraftOwn
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dsh_protocol::catalog::EventPayload;
+    use serde_json::json;
 
     fn event(seq: u64, kind: &str, data: Value) -> SessionEvent {
         SessionEvent {
@@ -271,56 +209,82 @@ mod tests {
         }
     }
 
-    fn kinds(drafts: &[EventDraftOwned]) -> Vec<&str> {
-        drafts.iter().map(|d| d.kind.as_str()).collect()
+    fn kinds(drafts: &[EventDraft<Event>]) -> Vec<&str> {
+        drafts.iter().map(|d| d.data.kind()).collect()
+    }
+
+    fn data(draft: &EventDraft<Event>) -> Value {
+        serde_json::to_value(&draft.data).unwrap()
     }
 
     #[test]
     fn a_closed_log_only_gets_the_seed() {
         let events = vec![
-            event(0, TURN_START, json!({"turn": 1})),
+            event(0, "turn/start", json!({"turn": 1})),
             event(
                 1,
-                TURN_END,
+                "turn/end",
                 json!({"turn": 1, "reason": {"kind": "completed"}}),
             ),
         ];
         let drafts = repair_closers(&events, 5000);
-        assert_eq!(kinds(&drafts), [SESSION_END_SEED]);
-        assert_eq!(drafts[0].time, 5000);
-        assert_eq!(drafts[0].data, json!({}));
+        assert_eq!(kinds(&drafts), ["session/end-seed"]);
+        assert_eq!(drafts[0].time, Some(5000));
+        assert_eq!(data(&drafts[0]), json!({}));
         let mut seeded = events;
-        seeded.push(event(2, SESSION_END_SEED, json!({})));
+        seeded.push(event(2, "session/end-seed", json!({})));
         assert!(repair_closers(&seeded, 6000).is_empty());
-        assert_eq!(kinds(&repair_closers(&[], 1)), [SESSION_END_SEED]);
+        assert_eq!(kinds(&repair_closers(&[], 1)), ["session/end-seed"]);
     }
 
     #[test]
     fn an_open_turn_without_a_step_gets_turn_end() {
-        let events = vec![event(0, TURN_START, json!({"turn": 3}))];
+        let events = vec![event(0, "turn/start", json!({"turn": 3}))];
         let drafts = repair_closers(&events, 5000);
-        assert_eq!(kinds(&drafts), [TURN_END, SESSION_END_SEED]);
+        assert_eq!(kinds(&drafts), ["turn/end", "session/end-seed"]);
         assert_eq!(
-            drafts[0].data,
+            data(&drafts[0]),
             json!({"turn": 3, "reason": {"kind": "interrupted"}})
         );
-        assert_eq!(drafts[0].time, 1000);
+        assert_eq!(drafts[0].time, Some(1000));
         // The seed never goes back in time.
-        assert_eq!(drafts[1].time, 5000);
-        assert_eq!(repair_closers(&events, 10)[1].time, 1000);
+        assert_eq!(drafts[1].time, Some(5000));
+        assert_eq!(repair_closers(&events, 10)[1].time, Some(1000));
     }
 
     #[test]
-    fn into_event_uses_the_official_key_order() {
-        let draft = EventDraftOwned {
-            source_event_seqs: Some(vec![4]),
-            surface_append: true,
-            ..EventDraftOwned::new(TOOL_RESULT, 7, json!({"turn": 1}))
-        };
-        let line = serde_json::to_string(&draft.into_event(9)).unwrap_or_default();
+    fn an_open_call_gets_a_result_in_the_official_key_order() {
+        let call = json!({"type": "tool-call", "id": "c1", "name": "bash", "arguments": "{}"});
+        let assistant =
+            json!({"role": "assistant", "content": [call], "source": {"kind": "model"}, "id": "a"});
+        let events = vec![
+            event(0, "turn/start", json!({"turn": 1})),
+            event(1, "step/start", json!({"turn": 1, "step": 1})),
+            event(
+                2,
+                "assistant/message",
+                json!({"turn": 1, "step": 1, "message": assistant, "stream": []}),
+            ),
+            event(
+                3,
+                "tool/call",
+                json!({"turn": 1, "step": 1, "callId": "c1", "name": "bash", "arguments": "{}"}),
+            ),
+        ];
+        let drafts = repair_closers(&events, 5000);
         assert_eq!(
-            line,
-            r#"{"type":"tool/result","seq":9,"time":7,"data":{"turn":1},"sourceEventSeqs":[4],"surfaceOp":"append"}"#
+            kinds(&drafts),
+            ["tool/result", "step/end", "turn/end", "session/end-seed"]
+        );
+        let result = drafts[0].clone().into_event(4, 0);
+        let line = serde_json::to_string(&result).unwrap();
+        assert!(
+            line.starts_with(r#"{"type":"tool/result","seq":4,"time":1003,"data":{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c1"},"toolCallId":"c1","content":[{"type":"text","text":"Tool call bash (c1) was interrupted"#),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(r#""isError":true,"id":"interrupted-tool-result-c1-4"},"error":{"name":"ToolOutcomeUnknownError","code":"TOOL_OUTCOME_UNKNOWN"}},"sourceEventSeqs":[3],"surfaceOp":"append"}"#),
+            "{line}"
         );
     }
 }

@@ -10,7 +10,7 @@ use super::lock::SessionLock;
 use super::locked::LockedSession;
 use super::reader::{StoredSession, TailFix};
 use crate::private_fs::open_file;
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::SessionEvent;
 use serde_json::value::RawValue;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -395,7 +395,10 @@ impl SessionWriter {
     }
 
     /// Serialises `event` (official key order) and buffers it.
-    pub fn append_event(&mut self, event: &SessionEvent) -> Result<(), StoreError> {
+    pub fn append_event<D: serde::Serialize>(
+        &mut self,
+        event: &SessionEvent<D>,
+    ) -> Result<(), StoreError> {
         let line = serde_json::to_string(event).map_err(|e| StoreError::InvalidEvent {
             id: self.location.id.clone(),
             reason: e.to_string(),

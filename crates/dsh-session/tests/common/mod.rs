@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use dsh_protocol::event::SessionEvent;
+use dsh_protocol::catalog::SessionEvent;
 use dsh_session::store::{
     Encoding, SessionHeader, SessionLocation, SessionReader, SessionStore, StoredSession,
     encode_session_id, project_key,

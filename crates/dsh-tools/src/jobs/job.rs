@@ -3,10 +3,11 @@
 
 use super::capture::Capture;
 use super::quota::{SpillLimits, SpillQuota, SpillTarget};
-use super::render;
 use super::spill::SpillDir;
 use crate::{PermissionMode, ToolHost};
-use serde_json::{Value, json};
+use dsh_protocol::catalog::{
+    JobRegistered, JobSettled, JobStatus, JobToolCall, SettleCause, ToolEvent,
+};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::PathBuf;
@@ -46,10 +47,10 @@ pub(crate) enum Outcome {
 impl Outcome {
     /// `job/settled.status`: a finished command is `completed` whatever its
     /// exit code; anything that stopped it early is `failed`.
-    pub(crate) fn status(&self) -> &'static str {
+    pub(crate) fn status(&self) -> JobStatus {
         match self {
-            Outcome::Exited(_) => "completed",
-            _ => "failed",
+            Outcome::Exited(_) => JobStatus::Completed,
+            _ => JobStatus::Failed,
         }
     }
 
@@ -58,12 +59,36 @@ impl Outcome {
         match self {
             Outcome::Exited(code) => format!("exit code: {code}"),
             Outcome::Signaled(signal) => {
-                format!("killed by signal: {}", render::signal_name(*signal))
+                format!("killed by signal: {}", signal_name(*signal))
             }
             Outcome::Killed(reason) => format!("killed: {reason}"),
             Outcome::Failed(text) => text.clone(),
         }
     }
+}
+
+/// `SIGKILL`-style name of a signal number.
+pub(crate) fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_owned()
 }
 
 /// The end of a job.
@@ -158,29 +183,31 @@ impl Job {
         })
     }
 
-    /// `job/registered.data`.
-    pub(crate) fn registered_data(&self) -> Value {
-        json!({
-            "jobId": self.id,
-            "owner": self.owner,
-            "kind": "bash",
-            "label": self.label,
-            "startedAt": self.started_at,
-            "toolCall": {"callId": self.call_id, "rootCallId": self.call_id},
-        })
+    /// `job/registered`.
+    pub(crate) fn registered(&self) -> JobRegistered {
+        JobRegistered {
+            job_id: self.id.clone(),
+            owner: self.owner.clone(),
+            kind: "bash".to_owned(),
+            label: self.label.clone(),
+            started_at: self.started_at,
+            tool_call: JobToolCall {
+                call_id: self.call_id.clone(),
+                root_call_id: self.call_id.clone(),
+            },
+        }
     }
 
-    /// `job/settled.data`.
-    fn settled_data(&self, end: &JobEnd) -> Value {
-        let mut data = self.registered_data();
-        if let Value::Object(map) = &mut data {
-            map.insert("finishedAt".into(), json!(end.finished_at));
-            map.insert("status".into(), json!(end.outcome.status()));
-            map.insert("cause".into(), json!("producer"));
-            map.insert("producerReported".into(), json!(true));
-            map.insert("detail".into(), json!(end.outcome.detail()));
+    /// `job/settled`.
+    fn settled(&self, end: &JobEnd) -> JobSettled {
+        JobSettled {
+            job: self.registered(),
+            finished_at: end.finished_at,
+            status: end.outcome.status(),
+            cause: SettleCause::Producer,
+            producer_reported: true,
+            detail: end.outcome.detail(),
         }
-        data
     }
 
     /// Records the process group once the command runs.
@@ -238,7 +265,7 @@ impl Job {
             finished_at: now_ms(),
             outcome,
         };
-        host.emit("job/settled", self.settled_data(&end));
+        host.emit(ToolEvent::JobSettled(self.settled(&end)));
         self.end.send_replace(Some(end));
     }
 

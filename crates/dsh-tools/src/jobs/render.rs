@@ -1,6 +1,6 @@
 //! The text of a `bash` result: output, then status markers.
 
-use super::job::{Job, Outcome};
+use super::job::{Job, Outcome, signal_name};
 use super::quota::{SPILL_MAX_BYTES_VAR, SPILL_SESSION_MAX_BYTES_VAR};
 use crate::PermissionMode;
 use std::sync::Arc;
@@ -135,28 +135,4 @@ fn denied_by_sandbox(outcome: &Outcome, stderr: &str) -> bool {
         ]
         .iter()
         .any(|needle| stderr.contains(needle))
-}
-
-/// `SIGKILL`-style name of a signal number.
-pub(crate) fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        10 => "SIGUSR1",
-        11 => "SIGSEGV",
-        12 => "SIGUSR2",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        24 => "SIGXCPU",
-        25 => "SIGXFSZ",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_owned()
 }

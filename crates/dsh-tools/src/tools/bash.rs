@@ -5,7 +5,8 @@ use super::{TypedTool, boolean, justification, number, sandbox_permissions, spec
 use crate::approval::check_escalation;
 use crate::jobs::{self, Job, JobEnd, Outcome, SpillTarget, render::render_off_worker};
 use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolEvent;
+use dsh_protocol::catalog::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
@@ -127,7 +128,7 @@ impl Bash {
             },
         );
         ctx.state.add_job(job.clone());
-        ctx.host.emit("job/registered", job.registered_data());
+        ctx.host.emit(ToolEvent::JobRegistered(job.registered()));
         let started = self.config.sandbox.check(ctx.mode).and_then(|()| {
             jobs::start(
                 &job,

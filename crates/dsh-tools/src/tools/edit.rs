@@ -4,7 +4,7 @@ use super::{TypedTool, boolean, justification, sandbox_permissions, spec, string
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::write_guard::{change_file, check_mode, check_read_first};
 use crate::{ToolContext, ToolOutput, paths};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 use std::fs::File;

@@ -5,7 +5,7 @@
 use super::{TypedTool, spec, string};
 use crate::jobs::SpillDir;
 use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::json;

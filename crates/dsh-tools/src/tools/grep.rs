@@ -3,7 +3,7 @@
 use super::{TypedTool, spec, string};
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::{ToolContext, ToolOutput, paths};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks::Lossy};

@@ -4,7 +4,7 @@
 use super::{TypedTool, boolean, number, spec, string};
 use crate::jobs::{Job, JobEnd, now_ms, render::render_off_worker};
 use crate::{ToolContext, ToolOutput, args};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -25,7 +25,7 @@ fn unknown_job(id: &str) -> ToolOutput {
 
 /// `running`, `completed` or `failed`.
 fn status(end: Option<&JobEnd>) -> &'static str {
-    end.map(|end| end.outcome.status()).unwrap_or("running")
+    end.map_or("running", |end| end.outcome.status().as_str())
 }
 
 /// A one-line state summary, e.g. `completed (exit code: 0)`.
@@ -35,7 +35,11 @@ fn summary(job: &Job) -> String {
             "running for {}s",
             now_ms().saturating_sub(job.started_at) / 1000
         ),
-        Some(end) => format!("{} ({})", end.outcome.status(), end.outcome.detail()),
+        Some(end) => format!(
+            "{} ({})",
+            end.outcome.status().as_str(),
+            end.outcome.detail()
+        ),
     }
 }
 

@@ -13,7 +13,7 @@ pub(crate) mod web_fetch;
 pub(crate) mod write;
 
 use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use std::future::Future;

@@ -3,7 +3,7 @@
 use super::{TypedTool, number, spec, string};
 use crate::regular::{self, OpenError};
 use crate::{ToolContext, ToolOutput, args, lines, paths};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 use std::path::PathBuf;

@@ -8,8 +8,10 @@ mod sizing;
 
 use super::{TypedTool, spec, string};
 use crate::regular::{self, OpenError};
-use crate::{ToolContext, ToolError, ToolOutput, ToolsConfig, output::text_block, paths};
-use dsh_llm::{AttachmentStore, ToolSpec};
+use crate::{ToolContext, ToolOutput, ToolsConfig, output::text_block, paths};
+use dsh_protocol::catalog::ToolSpec;
+use dsh_protocol::catalog::{ToolError, ToolErrorCode};
+use dsh_session::attachments::AttachmentStore;
 use normalise::{MAX_FILE_BYTES, Normalised, normalise};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -81,10 +83,7 @@ fn read_image(path: &Path, store: &AttachmentStore) -> ToolOutput {
         Ok(bytes) => bytes,
         Err((why, code)) => {
             let mut out = cannot_read(&why);
-            out.error = code.map(|code| ToolError {
-                name: "FsError".into(),
-                code: code.into(),
-            });
+            out.error = code.map(ToolError::new);
             return out;
         }
     };
@@ -113,22 +112,27 @@ fn read_image(path: &Path, store: &AttachmentStore) -> ToolOutput {
 
 /// The file's bytes, or why they cannot be had and the official error code
 /// (`FS_NOT_FOUND`, `FS_NOT_REGULAR_FILE`, `FS_TOO_LARGE`) when there is one.
-fn read_file(path: &Path) -> Result<Vec<u8>, (String, Option<&'static str>)> {
+fn read_file(path: &Path) -> Result<Vec<u8>, (String, Option<ToolErrorCode>)> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Err(("not found".into(), Some("FS_NOT_FOUND")));
+            return Err(("not found".into(), Some(ToolErrorCode::FsNotFound)));
         }
         Err(err) => return Err((err.to_string(), None)),
     };
-    let not_regular = || ("not a regular file".to_owned(), Some("FS_NOT_REGULAR_FILE"));
+    let not_regular = || {
+        (
+            "not a regular file".to_owned(),
+            Some(ToolErrorCode::FsNotRegularFile),
+        )
+    };
     if !meta.is_file() {
         return Err(not_regular());
     }
     let too_large = |size: String| {
         (
             format!("{size} bytes exceeds the {MAX_FILE_BYTES}-byte limit"),
-            Some("FS_TOO_LARGE"),
+            Some(ToolErrorCode::FsTooLarge),
         )
     };
     // Opened without blocking and checked on the descriptor: a FIFO or

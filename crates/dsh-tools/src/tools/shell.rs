@@ -3,7 +3,7 @@
 use super::{TypedTool, spec, string};
 use crate::shell::{RunEnd, Shell, quote};
 use crate::{ToolContext, ToolOutput, ToolsConfig};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use serde::Deserialize;
 use std::sync::Arc;
 

@@ -2,9 +2,9 @@
 
 use super::TypedTool;
 use super::spec;
-use crate::todo::{Todo, TodoStatus};
 use crate::{ToolContext, ToolOutput};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
+use dsh_protocol::catalog::{Todo, TodoStatus, TodoWrite as TodoWritten, ToolEvent};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -60,7 +60,9 @@ impl TypedTool for TodoWrite {
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
         let todos = a.todos;
-        ctx.host.emit("todo/write", json!({"todos": todos}));
+        ctx.host.emit(ToolEvent::TodoWrite(TodoWritten {
+            todos: todos.clone(),
+        }));
         ctx.state.set_todos(todos.clone());
         let count = |status: TodoStatus| todos.iter().filter(|t| t.status == status).count();
         let summary = format!(

@@ -2,7 +2,7 @@
 
 use super::{TypedTool, spec, string};
 use crate::{ToolContext, ToolOutput, ToolsConfig, html, web_guard};
-use dsh_llm::ToolSpec;
+use dsh_protocol::catalog::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;

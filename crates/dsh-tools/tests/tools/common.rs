@@ -1,5 +1,6 @@
 //! Shared fixtures: a recording host, a workspace and a tool context.
 
+use dsh_protocol::catalog::{EventPayload, ToolEvent};
 use dsh_tools::{
     CancellationToken, Launcher, PermissionMode, SandboxConfig, SessionTools, ToolContext,
     ToolHost, ToolOutput, ToolSet, ToolsConfig, sdk_minimal_tools, sdk_tools,
@@ -27,11 +28,12 @@ pub struct Recorder {
 }
 
 impl ToolHost for Recorder {
-    fn emit(&self, kind: &str, data: Value) {
+    fn emit(&self, event: ToolEvent) {
+        let data = serde_json::to_value(&event).unwrap_or_else(|e| panic!("{e}"));
         self.events
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push((kind.to_owned(), data));
+            .push((event.kind().to_owned(), data));
     }
 }
 

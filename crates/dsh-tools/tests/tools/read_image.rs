@@ -3,7 +3,7 @@
 //! limits checked before anything is decoded.
 
 use crate::common::{Fixture, ok, some, text};
-use dsh_llm::AttachmentStore;
+use dsh_session::attachments::AttachmentStore;
 use dsh_tools::{PermissionMode, ToolOutput};
 use image::{ImageEncoder, ImageFormat, codecs::png::PngEncoder};
 use serde_json::{Value, json};

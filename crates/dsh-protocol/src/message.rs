@@ -1,3 +1,6 @@
+//! Model-visible messages (`user`, `system`, `assistant`, `tool`) as the
+//! session log and the wire carry them, in the official key order.
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 

@@ -4,13 +4,13 @@
 //! Directories are 0700 and objects 0600 whatever the umask; objects are
 //! written through `attachments/v1/tmp` and renamed into place, read without
 //! following a symbolic link, and must be regular files owned by the
-//! runtime ([`dsh_session::private_fs`]).
+//! runtime ([`crate::private_fs`]).
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use dsh_session::private_fs::{
+use crate::private_fs::{
     PrivateFsError, create_dir, create_dir_all, create_file, file_exists, open_file,
 };
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::fs::OpenOptions;

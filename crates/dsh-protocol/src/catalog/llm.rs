@@ -1,3 +1,6 @@
+//! Model attempts: their failures, usage and retries.
+
+use super::{LlmFailureCode, kind};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A failed model attempt, as carried by `finish` chunks and `turn/end`.
@@ -9,8 +12,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct LlmFailure {
     /// Human-readable cause (for HTTP errors, the provider's error message).
     pub message: String,
-    /// Stable code: `SERVER`, `AUTH`, `STREAM_CLOSED`, `UNSUPPORTED_CONTENT`…
-    pub code: String,
+    /// Stable code.
+    pub code: LlmFailureCode,
     /// HTTP status, for HTTP failures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -24,10 +27,10 @@ pub struct LlmFailure {
 
 impl LlmFailure {
     /// A failure with only a message and a code.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(code: LlmFailureCode, message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
-            code: code.into(),
+            code,
             status: None,
             provider_retry_after_ms: None,
             request_id: None,
@@ -80,6 +83,88 @@ impl<'de> Deserialize<'de> for Millis {
     }
 }
 
+/// Token usage of one model reply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens (not counting cache reads).
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens served from the provider's cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    /// Sum of all of the above.
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    /// Usage without cache figures; `totalTokens` = input + output.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
+            total_tokens: input_tokens + output_tokens,
+        }
+    }
+}
+
+/// `llm/retry.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryMode {
+    /// The only mode this runtime retries in.
+    Normal,
+}
+
+/// `llm/retry {retryId, turn, step, provider, mode, policyKey, retry,
+/// maxRetries, delayMs, failure}`: a failed attempt will be retried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmRetry<S = String> {
+    /// Shared by every retry of one step.
+    pub retry_id: S,
+    /// Turn number.
+    pub turn: u32,
+    /// Step number.
+    pub step: u32,
+    /// Provider of the failed attempt.
+    pub provider: S,
+    /// Retry mode.
+    pub mode: RetryMode,
+    /// The policy's identity (a JSON text).
+    pub policy_key: S,
+    /// This retry's number, from 1.
+    pub retry: u32,
+    /// The policy's limit.
+    pub max_retries: u32,
+    /// Back-off before the retry.
+    pub delay_ms: Millis,
+    /// Why the attempt failed.
+    pub failure: LlmFailure,
+}
+kind!(LlmRetry<S>, "llm/retry");
+
+/// `llm/retry-started {retryId, turn, step, retry}`: the back-off ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmRetryStarted<S = String> {
+    /// As in the `llm/retry` before it.
+    pub retry_id: S,
+    /// Turn number.
+    pub turn: u32,
+    /// Step number.
+    pub step: u32,
+    /// This retry's number.
+    pub retry: u32,
+}
+kind!(LlmRetryStarted<S>, "llm/retry-started");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,7 +174,7 @@ mod tests {
         assert_eq!(Millis::new(0.0), None);
         assert_eq!(Millis::new(-1.0), None);
         assert_eq!(Millis::new(f64::INFINITY), None);
-        let mut failure = LlmFailure::new("RATE_LIMIT", "slow down");
+        let mut failure = LlmFailure::new(LlmFailureCode::RateLimit, "slow down");
         failure.provider_retry_after_ms = Millis::new(1500.0);
         let json = serde_json::to_string(&failure).unwrap_or_default();
         assert_eq!(

@@ -1,0 +1,48 @@
+//! What the [`Agent`](crate::Agent) handle, its loop task and its tools
+//! share.
+
+use crate::profile::Profile;
+use crate::state::State;
+use dsh_llm::{Provider, RetryPolicy, Route};
+use dsh_protocol::catalog::ToolSpec;
+use dsh_tools::{CancellationToken, SessionTools, ToolHost, ToolSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+
+/// Shared between the [`Agent`] handle and its loop task.
+pub(crate) struct Inner {
+    pub id: String,
+    pub profile: Arc<Profile>,
+    pub route: Route,
+    pub provider: Arc<dyn Provider>,
+    pub retry: RetryPolicy,
+    pub workspace: PathBuf,
+    /// The tool library.
+    pub tools: Arc<ToolSet>,
+    /// What the model is told it may call.
+    pub specs: Arc<Vec<ToolSpec>>,
+    /// The system prompt of this agent's profile and model.
+    pub system_prompt: String,
+    /// Per-session tool state: files read, jobs, todos, persistent shell.
+    pub session_tools: Arc<SessionTools>,
+    /// Where tools append events.
+    pub host: Arc<dyn ToolHost>,
+    /// Cancelled when the agent is disposed; running tools stop.
+    pub cancel: CancellationToken,
+    /// The agent's mutable state (see [`Inner::state`]).
+    pub state: Mutex<State>,
+    /// Wakes the loop task when a turn is begun.
+    pub wake: Notify,
+}
+
+impl Inner {
+    /// Locks the state. A panic while the lock was held cannot leave the
+    /// state half-updated in a way later appends depend on (every mutation
+    /// is a complete event append), so a poisoned lock is recovered.
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,165 @@
+//! The stable failure codes: of model attempts ([`LlmFailureCode`]) and of
+//! tool calls ([`ToolErrorCode`]). Each is written as its string; a code
+//! this runtime does not know (read from another runtime's log) is kept.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// Declares a string code enum with an `Other` fallback.
+macro_rules! codes {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+            /// A code not listed here, kept as written.
+            Other(String),
+        }
+
+        impl $name {
+            /// The code as written.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(Self::$variant => $text,)*
+                    Self::Other(code) => code,
+                }
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(code: &str) -> Self {
+                match code {
+                    $($text => Self::$variant,)*
+                    other => Self::Other(other.to_owned()),
+                }
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let code = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                Ok(Self::from(code.as_ref()))
+            }
+        }
+    };
+}
+
+codes! {
+    /// Why a model attempt failed (`LlmFailure.code`).
+    LlmFailureCode {
+        /// The provider failed (HTTP 5xx, an `error` event).
+        Server = "SERVER",
+        /// HTTP 429 or a rate-limit error.
+        RateLimit = "RATE_LIMIT",
+        /// HTTP 401/403: the key was refused.
+        Auth = "AUTH",
+        /// HTTP 402 or an exhausted balance.
+        Quota = "QUOTA",
+        /// The request does not fit the model's context window.
+        ContextWindowExceeded = "CONTEXT_WINDOW_EXCEEDED",
+        /// The provider refused the request as malformed.
+        InvalidRequest = "INVALID_REQUEST",
+        /// No API key is configured.
+        MissingCredential = "MISSING_CREDENTIAL",
+        /// The API key cannot be sent in a header.
+        InvalidCredential = "INVALID_CREDENTIAL",
+        /// The connection failed.
+        Transport = "TRANSPORT",
+        /// The provider went silent or the request took too long.
+        Timeout = "TIMEOUT",
+        /// The stream ended before the reply did.
+        StreamClosed = "STREAM_CLOSED",
+        /// The reply could not be decoded, or outgrew its bound.
+        MalformedResponse = "MALFORMED_RESPONSE",
+        /// The reply ended without any content.
+        EmptyResponse = "EMPTY_RESPONSE",
+        /// The request holds content the provider cannot take.
+        UnsupportedContent = "UNSUPPORTED_CONTENT",
+        /// The scripted model has no reply left.
+        ScriptExhausted = "SCRIPT_EXHAUSTED",
+        /// The scripted model's script asks for something it cannot do.
+        ScriptUnsupported = "SCRIPT_UNSUPPORTED",
+        /// The session log cannot be written: the turn stops before any
+        /// further request (not a model failure, but reported like one).
+        SessionLogUnwritable = "SESSION_LOG_UNWRITABLE",
+        /// Anything else.
+        Unknown = "UNKNOWN",
+    }
+}
+
+codes! {
+    /// Why a tool call failed (`tool/result.data.error.code`).
+    ToolErrorCode {
+        /// No tool has the called name.
+        UnknownTool = "UNKNOWN_TOOL",
+        /// The path names no file.
+        FsNotFound = "FS_NOT_FOUND",
+        /// The path is not a regular file (a device, a FIFO, a directory).
+        FsNotRegularFile = "FS_NOT_REGULAR_FILE",
+        /// The file is larger than the tool reads.
+        FsTooLarge = "FS_TOO_LARGE",
+        /// The session log cannot be written, so the tool was not run.
+        SessionLogUnwritable = "SESSION_LOG_UNWRITABLE",
+        /// The call was dispatched and its outcome was never recorded.
+        ToolOutcomeUnknown = "TOOL_OUTCOME_UNKNOWN",
+        /// The call was never dispatched.
+        ToolNotStarted = "TOOL_NOT_STARTED",
+    }
+}
+
+impl ToolErrorCode {
+    /// The error class name written next to the code (`error.name`).
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            Self::UnknownTool => "ToolNotFoundError",
+            Self::FsNotFound | Self::FsNotRegularFile | Self::FsTooLarge => "FsError",
+            Self::SessionLogUnwritable => "SessionLogError",
+            Self::ToolOutcomeUnknown => "ToolOutcomeUnknownError",
+            Self::ToolNotStarted => "ToolNotStartedError",
+            Self::Other(_) => "ToolError",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_keep_unknown_ones() {
+        let code: LlmFailureCode = serde_json::from_str(r#""RATE_LIMIT""#).unwrap();
+        assert_eq!(code, LlmFailureCode::RateLimit);
+        let code: LlmFailureCode = serde_json::from_str(r#""HTTP_418""#).unwrap();
+        assert_eq!(code, LlmFailureCode::Other("HTTP_418".into()));
+        assert_eq!(serde_json::to_string(&code).unwrap(), r#""HTTP_418""#);
+        assert_eq!(ToolErrorCode::from("FS_TOO_LARGE").class_name(), "FsError");
+        assert_eq!(
+            ToolErrorCode::ToolNotStarted.to_string(),
+            "TOOL_NOT_STARTED"
+        );
+    }
+}

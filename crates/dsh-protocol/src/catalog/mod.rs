@@ -1,0 +1,201 @@
+//! The event catalogue: every session event type this runtime writes or
+//! reads, as one payload struct per type with its `KIND`, the [`Event`]
+//! enum readers match on (with a raw fallback for types it does not know),
+//! the one envelope ([`SessionEvent`]) and the one draft ([`EventDraft`]).
+//!
+//! It lives in `dsh-protocol`, not in the store: events are what
+//! `session.event` carries on the wire, and a client (`dsh-client`,
+//! `dsh headless`) reads them without the store's files, locks and zstd.
+//! The store (`dsh-session`) writes and reads the same types.
+//!
+//! Every struct serialises its fields in the official key order; writers
+//! that must not copy a large payload use a struct's generic parameters to
+//! borrow (`ToolCall<&str>`, `AssistantMessageEvent<&AssistantMessage, _>`).
+//!
+//! # Adding an event type
+//!
+//! 1. a payload struct in the family module, fields in the official order;
+//! 2. `kind!(Struct, "family/name")` next to it;
+//! 3. a variant in the `catalogue!` list below;
+//! 4. writers append `EventDraft::new(payload)`; readers match `Event::Variant`.
+
+mod codes;
+mod envelope;
+mod inbox;
+mod llm;
+mod session;
+mod tool;
+mod tool_events;
+mod turn;
+
+pub use codes::{LlmFailureCode, ToolErrorCode};
+pub use envelope::{EventDraft, RangeOp, SessionEvent, SurfaceOp};
+pub use inbox::{InboxSpliced, InboxTarget, SpliceOutcome};
+pub use llm::{LlmFailure, LlmRetry, LlmRetryStarted, Millis, RetryMode, Usage};
+pub use session::{
+    ApprovalPolicy, HeaderReason, PermissionPreset, RequestContext, RequestHeader,
+    RequestHeaderBody, SandboxMode, SessionEndSeed, SessionTitle, TitleSource,
+    WorkingDirectoryChange,
+};
+pub use tool::{ToolCall, ToolError, ToolResult, ToolSpec};
+pub use tool_events::{
+    ApprovalAsked, ApprovalDecided, ApprovalOutcome, JobRegistered, JobSettled, JobStatus,
+    JobToolCall, SettleCause, Todo, TodoStatus, TodoWrite, ToolEvent,
+};
+pub use turn::{
+    AbortReason, AssistantAttempt, AssistantMessageEvent, StepEnd, StepStart, SystemMessageEvent,
+    TurnEnd, TurnEndReason, TurnStart,
+};
+
+use crate::message::UserMessage;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+/// A payload struct's event type (`turn/start`, …).
+pub trait EventKind {
+    /// The event type, as in the envelope's `type`.
+    const KIND: &'static str;
+}
+
+impl<T: EventKind> EventKind for &T {
+    const KIND: &'static str = T::KIND;
+}
+
+/// What an [`EventDraft`] can carry: a payload that knows its event type.
+/// Every [`EventKind`] struct is one; so are [`Event`] and [`ToolEvent`],
+/// whose type depends on the variant.
+pub trait EventPayload: Serialize {
+    /// The event type.
+    fn kind(&self) -> &str;
+}
+
+impl<T: EventKind + Serialize> EventPayload for T {
+    fn kind(&self) -> &str {
+        T::KIND
+    }
+}
+
+/// Implements [`EventKind`] for a payload struct.
+macro_rules! kind {
+    ($ty:ident, $kind:literal) => {
+        impl $crate::catalog::EventKind for $ty {
+            const KIND: &'static str = $kind;
+        }
+    };
+    ($ty:ident<$($p:ident),+>, $kind:literal) => {
+        impl<$($p),+> $crate::catalog::EventKind for $ty<$($p),+> {
+            const KIND: &'static str = $kind;
+        }
+    };
+}
+use kind;
+
+/// An event whose type this runtime does not know (written by a newer
+/// runtime): kept as it was read, so the log still loads and resumes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawEvent {
+    /// The event type.
+    pub kind: String,
+    /// The payload, as read.
+    pub data: Value,
+}
+
+/// Declares [`Event`] over the payload types of the catalogue.
+macro_rules! catalogue {
+    ($($(#[$doc:meta])* $variant:ident($ty:ty),)*) => {
+        /// A session event's payload, typed by its event type.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            $($(#[$doc])* $variant($ty),)*
+            /// A type not in the catalogue.
+            Unknown(RawEvent),
+        }
+
+        impl Event {
+            /// The payload of a `kind` event; an unknown kind is kept raw, a
+            /// known kind whose payload does not fit its type is an error.
+            pub fn parse(kind: &str, data: &Value) -> Result<Self, serde_json::Error> {
+                $(if kind == <$ty as EventKind>::KIND {
+                    return <$ty>::deserialize(data).map(Self::$variant);
+                })*
+                Ok(Self::Unknown(RawEvent {
+                    kind: kind.to_owned(),
+                    data: data.clone(),
+                }))
+            }
+        }
+
+        impl EventPayload for Event {
+            fn kind(&self) -> &str {
+                match self {
+                    $(Self::$variant(_) => <$ty as EventKind>::KIND,)*
+                    Self::Unknown(raw) => &raw.kind,
+                }
+            }
+        }
+
+        impl Serialize for Event {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Self::$variant(data) => data.serialize(serializer),)*
+                    Self::Unknown(raw) => raw.data.serialize(serializer),
+                }
+            }
+        }
+    };
+}
+
+catalogue! {
+    /// `agent/inbox/spliced`.
+    InboxSpliced(InboxSpliced),
+    /// `turn/start`.
+    TurnStart(TurnStart),
+    /// `turn/end`.
+    TurnEnd(TurnEnd),
+    /// `step/start`.
+    StepStart(StepStart),
+    /// `step/end`.
+    StepEnd(StepEnd),
+    /// `system/message`.
+    SystemMessage(SystemMessageEvent),
+    /// `user/message`: the payload is the message.
+    UserMessage(UserMessage),
+    /// `assistant/message`.
+    AssistantMessage(AssistantMessageEvent),
+    /// `assistant/attempt`.
+    AssistantAttempt(AssistantAttempt),
+    /// `request/header`.
+    RequestHeader(RequestHeader),
+    /// `request/context`.
+    RequestContext(RequestContext),
+    /// `session/title`.
+    SessionTitle(SessionTitle),
+    /// `session/end-seed`.
+    SessionEndSeed(SessionEndSeed),
+    /// `tool/call`.
+    ToolCall(ToolCall),
+    /// `tool/result`.
+    ToolResult(ToolResult),
+    /// `working-directory/change`.
+    WorkingDirectoryChange(WorkingDirectoryChange),
+    /// `permission/preset`.
+    PermissionPreset(PermissionPreset),
+    /// `sandbox/mode`.
+    SandboxMode(SandboxMode),
+    /// `approval/policy`.
+    ApprovalPolicy(ApprovalPolicy),
+    /// `llm/retry`.
+    LlmRetry(LlmRetry),
+    /// `llm/retry-started`.
+    LlmRetryStarted(LlmRetryStarted),
+    /// `job/registered`.
+    JobRegistered(JobRegistered),
+    /// `job/settled`.
+    JobSettled(JobSettled),
+    /// `todo/write`.
+    TodoWrite(TodoWrite),
+    /// `approval/asked`.
+    ApprovalAsked(ApprovalAsked),
+    /// `approval/decided`.
+    ApprovalDecided(ApprovalDecided),
+}

@@ -1,0 +1,184 @@
+//! Events tools emit while they run: background jobs, the todo list and
+//! approval requests. [`ToolEvent`] is what a tool host accepts.
+
+use super::{EventPayload, kind};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// `job/registered {jobId, owner, kind, label, startedAt, toolCall}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobRegistered {
+    /// `bash-<16 hex>`.
+    pub job_id: String,
+    /// The session that owns the job.
+    pub owner: String,
+    /// `bash`.
+    pub kind: String,
+    /// The command, as shown.
+    pub label: String,
+    /// Start time, epoch ms.
+    pub started_at: u64,
+    /// The call that started it.
+    pub tool_call: JobToolCall,
+}
+kind!(JobRegistered, "job/registered");
+
+/// `job/registered.toolCall {callId, rootCallId}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobToolCall {
+    /// The call.
+    pub call_id: String,
+    /// The call at the root of the delegation tree (the same call here).
+    pub root_call_id: String,
+}
+
+/// `job/settled`: the registration's fields, then `{finishedAt, status,
+/// cause, producerReported, detail}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSettled {
+    /// As registered.
+    #[serde(flatten)]
+    pub job: JobRegistered,
+    /// End time, epoch ms.
+    pub finished_at: u64,
+    /// `completed` (exited) or `failed`.
+    pub status: JobStatus,
+    /// Who settled it.
+    pub cause: SettleCause,
+    /// Whether the producer reported the end itself.
+    pub producer_reported: bool,
+    /// `exit code: 0`, `signal: 9`, …
+    pub detail: String,
+}
+kind!(JobSettled, "job/settled");
+
+/// `job/settled.status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobStatus {
+    /// The command exited (with any code).
+    Completed,
+    /// It was killed, or could not run.
+    Failed,
+}
+
+impl JobStatus {
+    /// The status as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// `job/settled.cause`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SettleCause {
+    /// The job's own process ended.
+    Producer,
+}
+
+/// `todo/write {todos}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoWrite {
+    /// The whole list, as saved.
+    pub todos: Vec<Todo>,
+}
+kind!(TodoWrite, "todo/write");
+
+/// One item of the todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    /// What the step is.
+    pub content: String,
+    /// Where it stands.
+    pub status: TodoStatus,
+}
+
+/// The state of a todo item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// `approval/asked {id, toolName, callId, reason}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalAsked {
+    /// The request's id.
+    pub id: String,
+    /// The tool asking.
+    pub tool_name: String,
+    /// Its call.
+    pub call_id: String,
+    /// Why it asks.
+    pub reason: String,
+}
+kind!(ApprovalAsked, "approval/asked");
+
+/// `approval/decided {id, outcome}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalDecided {
+    /// The request decided.
+    pub id: String,
+    /// How.
+    pub outcome: ApprovalOutcome,
+}
+kind!(ApprovalDecided, "approval/decided");
+
+/// `approval/decided.outcome`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalOutcome {
+    /// No approver exists: the request failed closed.
+    Unavailable,
+}
+
+/// An event a tool emits through its host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolEvent {
+    /// A background job started.
+    JobRegistered(JobRegistered),
+    /// A job ended.
+    JobSettled(JobSettled),
+    /// The todo list was saved.
+    TodoWrite(TodoWrite),
+    /// A wider sandbox was asked for.
+    ApprovalAsked(ApprovalAsked),
+    /// The request was decided.
+    ApprovalDecided(ApprovalDecided),
+}
+
+impl EventPayload for ToolEvent {
+    fn kind(&self) -> &str {
+        match self {
+            Self::JobRegistered(data) => data.kind(),
+            Self::JobSettled(data) => data.kind(),
+            Self::TodoWrite(data) => data.kind(),
+            Self::ApprovalAsked(data) => data.kind(),
+            Self::ApprovalDecided(data) => data.kind(),
+        }
+    }
+}
+
+impl Serialize for ToolEvent {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::JobRegistered(data) => data.serialize(serializer),
+            Self::JobSettled(data) => data.serialize(serializer),
+            Self::TodoWrite(data) => data.serialize(serializer),
+            Self::ApprovalAsked(data) => data.serialize(serializer),
+            Self::ApprovalDecided(data) => data.serialize(serializer),
+        }
+    }
+}
