@@ -19,8 +19,8 @@
 //!   notifications (compact JSON, key order as the official runtime, one
 //!   trailing `\n`);
 //! * [`methods`], [`notifications`] and [`event`] hold typed serde structs for
-//!   every method's params and result, the four notifications and the
-//!   [`SessionEvent`](event::SessionEvent) envelope.
+//!   every method's params (with their validation) and result, the four
+//!   notifications and the [`SessionEvent`](event::SessionEvent) envelope.
 //!
 //! ```
 //! use dsh_protocol::{classify, Incoming};
