@@ -51,7 +51,14 @@ async fn a_restored_session_asks_the_model_with_exactly_its_stored_history() {
     assert_eq!(on_disk, before.events());
     // Repair the interrupted turn, then rebuild the facts.
     let mut events = stored.events;
-    let closers = repair_closers(&events, now_ms());
+    let closers: Vec<_> = repair_closers(&events, now_ms())
+        .into_iter()
+        .enumerate()
+        .map(|(n, closer)| {
+            let event = closer.into_event(events.len() as u64 + n as u64, now_ms());
+            event.to_raw().unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
     let closer_kinds: Vec<&str> = closers.iter().map(|c| c.kind.as_str()).collect();
     assert_eq!(
         closer_kinds,
@@ -59,10 +66,7 @@ async fn a_restored_session_asks_the_model_with_exactly_its_stored_history() {
     );
     assert_eq!(closers[0].data["error"]["code"], "TOOL_OUTCOME_UNKNOWN");
     let repaired_result = closers[0].data["message"].clone();
-    for closer in closers {
-        let seq = events.len() as u64;
-        events.push(closer.into_event(seq));
-    }
+    events.extend(closers);
     let facts = resume_facts(&events).unwrap_or_else(|e| panic!("{e}"));
     let next_seq = events.len() as u64;
     let last_time = events.last().map_or(0, |e| e.time);

@@ -130,9 +130,7 @@ pub fn http_failure(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmFailure
 
 fn classify(status: u16, kind: &str, message: &str) -> LlmFailureCode {
     let lower = message.to_lowercase();
-    if matches!(status, 401 | 403)
-        || matches!(kind, "authentication_error" | "permission_error")
-    {
+    if matches!(status, 401 | 403) || matches!(kind, "authentication_error" | "permission_error") {
         LlmFailureCode::Auth
     } else if status == 402 || lower.contains("quota") || lower.contains("insufficient balance") {
         LlmFailureCode::Quota

@@ -19,7 +19,7 @@
 //!   notifications (compact JSON, key order as the official runtime, one
 //!   trailing `\n`);
 //! * [`methods`] and [`notifications`] hold typed serde structs for every
-//!   method's params and result and the four notifications;
+//!   method's params (with their validation) and result and the four notifications;
 //! * [`catalog`] is the event vocabulary: one payload type per session
 //!   event, the [`SessionEvent`](catalog::SessionEvent) envelope, and the
 //!   [`message`]s the events carry.

@@ -1,6 +1,8 @@
 use dsh_agent::WorkingDirectoryError;
 use dsh_llm::RouteError;
+use dsh_protocol::methods::ParamError;
 use dsh_session::LogUnwritable;
+use dsh_session::attachments::AdmitError;
 use dsh_session::store::StoreError;
 
 /// Every way a request can fail. The `Display` text is the wire message,
@@ -17,8 +19,11 @@ pub enum RpcError {
     #[error("SDK server is shutting down")]
     ShuttingDown,
     /// A parameter failed validation; the text says which and how.
-    #[error("{0}")]
-    InvalidParams(String),
+    #[error(transparent)]
+    InvalidParams(#[from] ParamError),
+    /// A prompt's image block cannot be admitted.
+    #[error(transparent)]
+    Attachment(#[from] AdmitError),
     /// The route chosen at `initialize` cannot be mounted.
     #[error(transparent)]
     Route(#[from] RouteError),

@@ -1,17 +1,25 @@
 //! The SDK JSON-RPC server.
 //!
-//! [`serve`] reads request lines, dispatches them to the method handlers and
-//! writes every response and notification through one
-//! [`FrameWriter`](dsh_protocol::FrameWriter). Requests are admitted in
-//! arrival order; a request that waits (`session/wait`) runs concurrently, so
-//! its response is written whenever it settles. Every failure is one
-//! [`RpcError`], mapped once to a `-32603` error frame.
+//! [`serve`] reads request lines and runs each one as the method table says:
+//! which handler answers it and whether it is answered before the next line
+//! is read, while the agent lock is held, concurrently (`session/wait`,
+//! `session/resume`: answered whenever they settle) or last (`shutdown`).
+//! Every response and notification is written through one
+//! [`FrameWriter`](dsh_protocol::FrameWriter). Params are validated through
+//! their [`dsh_protocol::methods`] types; every failure is one [`RpcError`],
+//! mapped once to a `-32603` error frame.
+//!
+//! Modules only use the ones below them: `serve` (the request loop) →
+//! `method` (the table) → `handlers` → `server` (the session registry),
+//! `publish`, `error`.
 
 mod error;
 mod handlers;
-mod params;
+mod method;
 mod publish;
+mod serve;
 mod server;
 
 pub use error::RpcError;
-pub use server::{Exit, Server, ServerConfig, serve};
+pub use serve::{Exit, serve};
+pub use server::{Server, ServerConfig};

@@ -1,21 +1,20 @@
-use crate::RpcError;
-use crate::handlers;
+//! The server core: the session registry and what requests act on.
+
+use crate::error::RpcError;
 use crate::publish::Publisher;
 use dsh_agent::{Agent, AgentConfig, Profile, Start};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
-use dsh_protocol::methods::{EmptyResult, SESSION_PROMPT, SESSION_RESUME, SESSION_WAIT, SHUTDOWN};
-use dsh_protocol::{FrameWriter, Incoming, JsonObject, LineReader, Outgoing, Request, classify};
+use dsh_protocol::{FrameWriter, Outgoing, RequestId};
 use dsh_session::store::{
     Encoding, ResumeFacts, SessionHeader, SessionStore, SessionWriter, repair_closers, resume_facts,
 };
 use dsh_session::{EventLog, EventObserver, now_ms};
 use dsh_tools::ToolSet;
-use serde_json::Value;
+use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::io::AsyncRead;
 
 /// What the process-wide server is built from.
 pub struct ServerConfig {
@@ -64,15 +63,6 @@ pub(crate) struct ServerInner {
     pub config: ServerConfig,
     muted: Arc<AtomicBool>,
     state: Mutex<Registry>,
-}
-
-/// Why [`serve`] returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// A `shutdown` request was answered.
-    Shutdown,
-    /// The input ended.
-    EndOfInput,
 }
 
 impl Server {
@@ -233,27 +223,22 @@ impl Server {
         drop(sessions);
     }
 
-    /// Handles one request and returns its result.
-    pub(crate) async fn handle(
-        &self,
-        method: &str,
-        params: &JsonObject,
-    ) -> Result<Value, RpcError> {
-        handlers::dispatch(self, method, params).await
+    /// Queues the answer to request `id`.
+    pub(crate) fn respond<T: Serialize>(&self, id: &RequestId, result: Result<T, RpcError>) {
+        match result {
+            Ok(value) => match Outgoing::response(id, &value) {
+                Ok(frame) => self.inner.writer.send(frame),
+                Err(err) => self.respond_error(id, RpcError::Internal(err.to_string())),
+            },
+            Err(err) => self.respond_error(id, err),
+        }
     }
 
-    /// Queues the answer to `request`.
-    pub(crate) fn respond(&self, request: &Request, result: Result<Value, RpcError>) {
-        let frame = match result {
-            Ok(value) => Outgoing::response(&request.id, &value).unwrap_or_else(|err| {
-                Outgoing::error(
-                    &request.id,
-                    &RpcError::Internal(err.to_string()).to_string(),
-                )
-            }),
-            Err(err) => Outgoing::error(&request.id, &err.to_string()),
-        };
-        self.inner.writer.send(frame);
+    /// Queues the error answer to request `id`.
+    pub(crate) fn respond_error(&self, id: &RequestId, err: RpcError) {
+        self.inner
+            .writer
+            .send(Outgoing::error(id, &err.to_string()));
     }
 }
 
@@ -323,69 +308,4 @@ impl Drop for Opening<'_> {
     fn drop(&mut self) {
         self.server.registry().opening.remove(self.id);
     }
-}
-
-/// Serves requests read from `input` until `shutdown` or end of input.
-/// Every response and notification is queued on the server's writer; the
-/// caller flushes it before exiting.
-///
-/// `session/wait` requests run concurrently; every one of them is answered
-/// before this returns (disposal releases the waiters), so no request goes
-/// unanswered at shutdown or end of input.
-pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::Result<Exit> {
-    let mut waits = tokio::task::JoinSet::new();
-    let exit = serve_lines(server, input, &mut waits).await;
-    server.shutdown();
-    while waits.join_next().await.is_some() {}
-    if let Ok((Exit::Shutdown, Some(request))) = &exit {
-        server.respond(request, handlers::result(&EmptyResult {}));
-    }
-    exit.map(|(exit, _)| exit)
-}
-
-/// Reads and dispatches requests until `shutdown` (returned, to be answered
-/// once the waits are) or end of input.
-async fn serve_lines<R: AsyncRead + Unpin>(
-    server: &Server,
-    input: R,
-    waits: &mut tokio::task::JoinSet<()>,
-) -> std::io::Result<(Exit, Option<Request>)> {
-    let mut lines = LineReader::new(input);
-    while let Some(line) = lines.next_line().await? {
-        let incoming = classify(line);
-        // The parsed request owns everything it needs: a long line's buffer
-        // is not kept alive while the request is handled.
-        lines.release();
-        let request = match incoming {
-            Incoming::Request(request) => request,
-            Incoming::Invalid(invalid) => {
-                server.inner.writer.send(invalid.answer());
-                continue;
-            }
-            other => {
-                tracing::debug!("input line ignored: {other:?}");
-                continue;
-            }
-        };
-        match request.method.as_str() {
-            SHUTDOWN => return Ok((Exit::Shutdown, Some(request))),
-            SESSION_PROMPT => handlers::prompt::handle(server, request),
-            // Resume reads a log of any size: it must not hold up the
-            // requests after it; like waits, it is answered before exit.
-            SESSION_WAIT | SESSION_RESUME => {
-                let server = server.clone();
-                waits.spawn(async move {
-                    let result = server.handle(&request.method, &request.params).await;
-                    server.respond(&request, result);
-                });
-            }
-            _ => {
-                let result = server.handle(&request.method, &request.params).await;
-                server.respond(&request, result);
-            }
-        }
-        // Finished waits need not be kept.
-        while waits.try_join_next().is_some() {}
-    }
-    Ok((Exit::EndOfInput, None))
 }

@@ -1,31 +1,24 @@
 //! `session/resume` and `session/wait`.
 
-use super::result;
-use crate::{RpcError, Server, params};
+use crate::error::RpcError;
+use crate::server::Server;
 use dsh_protocol::JsonObject;
-use dsh_protocol::methods::EmptyResult;
-use serde_json::Value;
+use dsh_protocol::methods::{EmptyResult, SessionParams};
 
 /// `session/resume`: `{}` once the stored session is open again.
-pub async fn resume(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
-    let session_id = params::non_empty_string(p, "sessionId").ok_or_else(|| {
-        RpcError::InvalidParams("session/resume requires a non-empty sessionId string".into())
-    })?;
-    server.resume_session(session_id).await?;
-    result(&EmptyResult {})
+pub async fn resume(server: &Server, params: JsonObject) -> Result<EmptyResult, RpcError> {
+    let SessionParams { session_id } = SessionParams::validate_resume(params)?;
+    server.resume_session(&session_id).await?;
+    Ok(EmptyResult {})
 }
 
 /// `session/wait`: `{}` once the session is idle.
-pub async fn wait(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
+pub async fn wait(server: &Server, params: JsonObject) -> Result<EmptyResult, RpcError> {
     server.initialized()?;
-    // Any string, even empty, is looked up (the official runtime answers
-    // `unknown SDK session: ` for `""`).
-    let session_id = params::string(p, "sessionId").ok_or_else(|| {
-        RpcError::InvalidParams("session/wait requires a sessionId string".into())
-    })?;
+    let SessionParams { session_id } = SessionParams::validate_wait(params)?;
     let agent = server
-        .session(session_id)
-        .ok_or_else(|| RpcError::UnknownSession(session_id.to_owned()))?;
+        .session(&session_id)
+        .ok_or(RpcError::UnknownSession(session_id))?;
     agent.wait_idle().await;
-    result(&EmptyResult {})
+    Ok(EmptyResult {})
 }

@@ -1,37 +1,28 @@
 //! `session/working-directory/get` and `/set`.
 
-use super::result;
-use crate::{RpcError, Server, params};
+use crate::error::RpcError;
+use crate::server::Server;
 use dsh_protocol::JsonObject;
-use dsh_protocol::methods::WorkingDirectoryResult;
-use serde_json::Value;
+use dsh_protocol::methods::{SessionParams, SetWorkingDirectoryParams, WorkingDirectoryResult};
 use std::path::Path;
 
-fn session_id(p: &JsonObject) -> Result<&str, RpcError> {
-    params::non_empty_string(p, "sessionId").ok_or_else(|| {
-        RpcError::InvalidParams("working-directory requests require a non-empty sessionId".into())
-    })
-}
-
-fn cwd_result(cwd: &Path) -> Result<Value, RpcError> {
-    result(&WorkingDirectoryResult {
+fn cwd_result(cwd: &Path) -> WorkingDirectoryResult {
+    WorkingDirectoryResult {
         cwd: cwd.to_string_lossy().into_owned(),
-    })
+    }
 }
 
 /// `get`: the effective directory. An unknown id creates the session.
-pub fn get(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
-    let id = session_id(p)?;
-    let agent = server.open_session(id)?;
-    cwd_result(&agent.working_directory())
+pub fn get(server: &Server, params: JsonObject) -> Result<WorkingDirectoryResult, RpcError> {
+    let SessionParams { session_id } = SessionParams::validate_working_directory(params)?;
+    let agent = server.open_session(&session_id)?;
+    Ok(cwd_result(&agent.working_directory()))
 }
 
 /// `set`: change the effective directory. An unknown id creates the session.
-pub fn set(server: &Server, p: &JsonObject) -> Result<Value, RpcError> {
-    let id = session_id(p)?;
-    let path = params::string(p, "path").ok_or_else(|| {
-        RpcError::InvalidParams("working-directory set requires a path string".into())
-    })?;
-    let agent = server.open_session(id)?;
-    cwd_result(&agent.set_working_directory(path)?)
+pub fn set(server: &Server, params: JsonObject) -> Result<WorkingDirectoryResult, RpcError> {
+    let SetWorkingDirectoryParams { session_id, path } =
+        SetWorkingDirectoryParams::validate(params)?;
+    let agent = server.open_session(&session_id)?;
+    Ok(cwd_result(&agent.set_working_directory(&path)?))
 }

@@ -1,9 +1,14 @@
 //! Method names and the typed params and results of every client → runtime
 //! method.
 //!
-//! The runtime validates params field by field (the official error messages
-//! depend on which check fails), so these structs describe the accepted
-//! shapes; a client serialises them and a server fills them after validation.
+//! A client serialises the params types; a server builds them from a
+//! request's params object with their `validate` functions, which check field
+//! by field in the official order, each check with the official message
+//! ([`ParamError`]).
+
+mod validate;
+
+pub use validate::ParamError;
 
 use crate::JsonObject;
 use serde::{Deserialize, Serialize};
@@ -23,6 +28,11 @@ pub const WORKING_DIRECTORY_SET: &str = "session/working-directory/set";
 /// `shutdown`.
 pub const SHUTDOWN: &str = "shutdown";
 
+/// `initialize` provider when `provider` is absent or `null`.
+pub const DEFAULT_PROVIDER: &str = "deepseek-official";
+/// `initialize` model when `model` is absent or `null`.
+pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
+
 /// `serverInfo.name`, exactly as the official runtime reports it.
 pub const SERVER_NAME: &str = "deepseek-harness-sdk-runtime";
 
@@ -32,9 +42,11 @@ pub const SERVER_NAME: &str = "deepseek-harness-sdk-runtime";
 pub struct InitializeParams {
     /// Workspace directory of sessions created afterwards (made absolute).
     pub cwd: String,
-    /// Model provider (`deepseek-official`, `scripted`, …).
+    /// Model provider (`deepseek-official`, `scripted`, …);
+    /// [`DEFAULT_PROVIDER`] when absent or `null`.
     pub provider: String,
-    /// Model id, passed to the provider as is.
+    /// Model id, passed to the provider as is; [`DEFAULT_MODEL`] when absent
+    /// or `null`.
     pub model: String,
     /// `off | low | high | max`; the provider default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
