@@ -1,17 +1,21 @@
 use crate::Session;
 use dsh_protocol::methods::{
-    INITIALIZE, SESSION_RESUME, SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET,
-    WORKING_DIRECTORY_SET,
+    EmptyResult, INITIALIZE, InitializeParams, SESSION_RESUME, SESSION_WAIT, SHUTDOWN,
+    SessionParams, SetWorkingDirectoryParams, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
+    WorkingDirectoryResult,
 };
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
 use tokio::sync::{broadcast, oneshot};
 
 /// How to launch the runtime.
@@ -65,7 +69,7 @@ pub enum ClientError {
         /// The error message, verbatim.
         message: String,
     },
-    /// The runtime's stdout closed before the answer.
+    /// The runtime's output closed before the answer.
     #[error("the runtime closed its output{stderr}")]
     Closed {
         /// The last lines the runtime wrote to stderr, if any.
@@ -89,22 +93,190 @@ pub struct Notification {
 }
 
 type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Result<Value, ClientError>>>>>;
+type Tail = Arc<Mutex<Vec<String>>>;
 
-/// A running runtime and the JSON-RPC connection to it.
-pub struct HarnessClient {
-    child: Child,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+/// A JSON-RPC connection to a runtime over any pair of byte streams.
+pub struct Client {
+    writer: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Unpin + Send>>>,
     pending: Pending,
     notifications: broadcast::Sender<Notification>,
-    stderr_tail: Arc<Mutex<Vec<String>>>,
+    stderr_tail: Tail,
     next_id: AtomicU64,
     cwd: PathBuf,
 }
 
+/// A runtime launched as a subprocess, and the [`Client`] on its stdio
+/// (every [`Client`] method is available on it).
+pub struct HarnessClient {
+    client: Client,
+    child: Child,
+}
+
 const STDERR_LINES: usize = 400;
 
+impl Client {
+    /// Talks to a runtime that reads requests from `writer` and writes
+    /// frames to `reader`; `cwd` is the workspace [`initialize`](Self::initialize)
+    /// sends. Frames are read by a task on the current Tokio runtime.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    /// let (ours, theirs) = tokio::io::duplex(4096);
+    /// let (reader, writer) = tokio::io::split(ours);
+    /// let client = dsh_client::Client::connect(reader, writer, "/ws");
+    /// // A runtime that answers the one request it reads.
+    /// tokio::spawn(async move {
+    ///     let (input, mut output) = tokio::io::split(theirs);
+    ///     let mut lines = BufReader::new(input).lines();
+    ///     let request: serde_json::Value =
+    ///         serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    ///     assert_eq!(request["params"]["cwd"], "/ws");
+    ///     let answer = serde_json::json!({"jsonrpc": "2.0", "id": request["id"],
+    ///         "result": {"serverInfo": {"name": "demo", "version": "1"}}});
+    ///     output.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+    /// });
+    /// let info = client.initialize("scripted", "echo").await.unwrap();
+    /// assert_eq!(info["serverInfo"]["name"], "demo");
+    /// # }
+    /// ```
+    pub fn connect(
+        reader: impl AsyncRead + Unpin + Send + 'static,
+        writer: impl AsyncWrite + Unpin + Send + 'static,
+        cwd: impl Into<PathBuf>,
+    ) -> Self {
+        let pending: Pending = Arc::default();
+        let (notifications, _) = broadcast::channel(4096);
+        let stderr_tail: Tail = Arc::default();
+        tokio::spawn(read_frames(
+            reader,
+            Arc::clone(&pending),
+            notifications.clone(),
+            Arc::clone(&stderr_tail),
+        ));
+        Self {
+            writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
+            pending,
+            notifications,
+            stderr_tail,
+            next_id: AtomicU64::new(1),
+            cwd: cwd.into(),
+        }
+    }
+
+    /// Notifications from now on (every session of the runtime).
+    pub fn subscribe(&self) -> broadcast::Receiver<Notification> {
+        self.notifications.subscribe()
+    }
+
+    /// Sends one request and waits for its answer.
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, ClientError> {
+        let id = format!("dsh-client-{}", self.next_id.fetch_add(1, Ordering::SeqCst));
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(id.clone(), tx);
+        }
+        let mut frame = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = params {
+            frame["params"] = params;
+        }
+        let line = format!("{frame}\n");
+        {
+            let mut writer = self.writer.lock().await;
+            let Some(writer) = writer.as_mut() else {
+                return Err(self.closed());
+            };
+            writer.write_all(line.as_bytes()).await?;
+            writer.flush().await?;
+        }
+        rx.await.unwrap_or_else(|_| Err(self.closed()))
+    }
+
+    /// A request with typed params, its result read as `R`.
+    pub(crate) async fn call<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<R, ClientError> {
+        let params =
+            serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let result = self.request(method, Some(params)).await?;
+        serde_json::from_value(result).map_err(|e| ClientError::Protocol(format!("{method}: {e}")))
+    }
+
+    pub(crate) fn closed(&self) -> ClientError {
+        closed(&self.stderr_tail)
+    }
+
+    /// `initialize` with the client's cwd.
+    pub async fn initialize(&self, provider: &str, model: &str) -> Result<Value, ClientError> {
+        let params = InitializeParams {
+            cwd: self.cwd.to_string_lossy().into_owned(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            reasoning_effort: None,
+            max_tokens: None,
+        };
+        self.call(INITIALIZE, &params).await
+    }
+
+    /// A handle on session `id` (created by the runtime on first use).
+    pub fn session(&self, id: impl Into<String>) -> Session<'_> {
+        Session::new(self, id.into())
+    }
+
+    /// `session/resume`: reopens a stored session.
+    pub async fn resume(&self, id: &str) -> Result<Session<'_>, ClientError> {
+        self.call::<EmptyResult>(SESSION_RESUME, &session_params(id))
+            .await?;
+        Ok(self.session(id))
+    }
+
+    /// `session/working-directory/get`.
+    pub async fn working_directory(&self, id: &str) -> Result<String, ClientError> {
+        let result: WorkingDirectoryResult = self
+            .call(WORKING_DIRECTORY_GET, &session_params(id))
+            .await?;
+        Ok(result.cwd)
+    }
+
+    /// `session/working-directory/set`.
+    pub async fn set_working_directory(&self, id: &str, path: &str) -> Result<String, ClientError> {
+        let params = SetWorkingDirectoryParams {
+            session_id: id.to_owned(),
+            path: path.to_owned(),
+        };
+        let result: WorkingDirectoryResult = self.call(WORKING_DIRECTORY_SET, &params).await?;
+        Ok(result.cwd)
+    }
+
+    /// `session/wait`: returns once the session is idle.
+    pub async fn wait(&self, id: &str) -> Result<(), ClientError> {
+        self.call::<EmptyResult>(SESSION_WAIT, &session_params(id))
+            .await
+            .map(drop)
+    }
+
+    /// `shutdown`, then closes the runtime's input.
+    pub async fn shutdown(&self) -> Result<(), ClientError> {
+        let answered = self.request(SHUTDOWN, None).await.map(drop);
+        self.close_input().await;
+        answered
+    }
+
+    async fn close_input(&self) {
+        self.writer.lock().await.take();
+    }
+}
+
 impl HarnessClient {
-    /// Launches `dsh --profile <profile>` in `cwd` with `DSH_HOME` set.
+    /// Launches `dsh --profile <profile>` in `cwd` with `DSH_HOME` set and
+    /// connects a [`Client`] to its stdio.
     pub async fn spawn(config: ClientConfig) -> Result<Self, ClientError> {
         let mut command = Command::new(&config.dsh_bin);
         command
@@ -127,16 +299,8 @@ impl HarnessClient {
                 "the runtime's stdio is not piped".into(),
             ));
         };
-        let pending: Pending = Arc::default();
-        let (notifications, _) = broadcast::channel(4096);
-        let stderr_tail: Arc<Mutex<Vec<String>>> = Arc::default();
-        tokio::spawn(read_frames(
-            stdout,
-            Arc::clone(&pending),
-            notifications.clone(),
-            Arc::clone(&stderr_tail),
-        ));
-        let tail = Arc::clone(&stderr_tail);
+        let client = Client::connect(stdout, stdin, config.cwd);
+        let tail = Arc::clone(&client.stderr_tail);
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -148,110 +312,15 @@ impl HarnessClient {
                 }
             }
         });
-        Ok(Self {
-            child,
-            stdin: tokio::sync::Mutex::new(Some(stdin)),
-            pending,
-            notifications,
-            stderr_tail,
-            next_id: AtomicU64::new(1),
-            cwd: config.cwd,
-        })
-    }
-
-    /// Notifications from now on (every session of the runtime).
-    pub fn subscribe(&self) -> broadcast::Receiver<Notification> {
-        self.notifications.subscribe()
-    }
-
-    /// Sends one request and waits for its answer.
-    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, ClientError> {
-        let id = format!("dsh-client-{}", self.next_id.fetch_add(1, Ordering::SeqCst));
-        let (tx, rx) = oneshot::channel();
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.insert(id.clone(), tx);
-        }
-        let mut frame = json!({"jsonrpc": "2.0", "id": id, "method": method});
-        if let Some(params) = params {
-            frame["params"] = params;
-        }
-        let line = format!("{frame}\n");
-        {
-            let mut stdin = self.stdin.lock().await;
-            let Some(stdin) = stdin.as_mut() else {
-                return Err(self.closed());
-            };
-            stdin.write_all(line.as_bytes()).await?;
-            stdin.flush().await?;
-        }
-        rx.await.unwrap_or_else(|_| Err(self.closed()))
-    }
-
-    fn closed(&self) -> ClientError {
-        let tail = self
-            .stderr_tail
-            .lock()
-            .map(|t| t.join("\n"))
-            .unwrap_or_default();
-        ClientError::Closed {
-            stderr: if tail.is_empty() {
-                String::new()
-            } else {
-                format!("; stderr:\n{tail}")
-            },
-        }
-    }
-
-    /// `initialize` with the client's cwd.
-    pub async fn initialize(&self, provider: &str, model: &str) -> Result<Value, ClientError> {
-        let params = json!({"cwd": self.cwd, "provider": provider, "model": model});
-        self.request(INITIALIZE, Some(params)).await
-    }
-
-    /// A handle on session `id` (created by the runtime on first use).
-    pub fn session(&self, id: impl Into<String>) -> Session<'_> {
-        Session::new(self, id.into())
-    }
-
-    /// `session/resume`: reopens a stored session.
-    pub async fn resume(&self, id: &str) -> Result<Session<'_>, ClientError> {
-        self.request(SESSION_RESUME, Some(json!({"sessionId": id})))
-            .await?;
-        Ok(self.session(id))
-    }
-
-    /// `session/working-directory/get`.
-    pub async fn working_directory(&self, id: &str) -> Result<String, ClientError> {
-        let result = self
-            .request(WORKING_DIRECTORY_GET, Some(json!({"sessionId": id})))
-            .await?;
-        cwd_of(&result)
-    }
-
-    /// `session/working-directory/set`.
-    pub async fn set_working_directory(&self, id: &str, path: &str) -> Result<String, ClientError> {
-        let result = self
-            .request(
-                WORKING_DIRECTORY_SET,
-                Some(json!({"sessionId": id, "path": path})),
-            )
-            .await?;
-        cwd_of(&result)
-    }
-
-    /// `session/wait`: returns once the session is idle.
-    pub async fn wait(&self, id: &str) -> Result<(), ClientError> {
-        self.request(SESSION_WAIT, Some(json!({"sessionId": id})))
-            .await
-            .map(drop)
+        Ok(Self { client, child })
     }
 
     /// `shutdown`, then waits for the runtime to exit (killing it if it
     /// does not within 5 s) and returns its exit status.
     pub async fn close(mut self) -> Result<ExitStatus, ClientError> {
         let answered =
-            tokio::time::timeout(Duration::from_secs(5), self.request(SHUTDOWN, None)).await;
-        self.stdin.lock().await.take();
+            tokio::time::timeout(Duration::from_secs(5), self.client.request(SHUTDOWN, None)).await;
+        self.client.close_input().await;
         if !matches!(answered, Ok(Ok(_))) {
             let _ = self.child.start_kill();
         }
@@ -265,22 +334,41 @@ impl HarnessClient {
     }
 }
 
-fn cwd_of(result: &Value) -> Result<String, ClientError> {
-    result["cwd"]
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| ClientError::Protocol(format!("no cwd in {result}")))
+impl Deref for HarnessClient {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.client
+    }
 }
 
-/// Reads stdout frames: answers go to their waiter, notifications to the
+fn session_params(id: &str) -> SessionParams {
+    SessionParams {
+        session_id: id.to_owned(),
+    }
+}
+
+/// [`ClientError::Closed`] with the runtime's last stderr lines.
+fn closed(stderr_tail: &Mutex<Vec<String>>) -> ClientError {
+    let tail = stderr_tail.lock().map(|t| t.join("\n")).unwrap_or_default();
+    ClientError::Closed {
+        stderr: if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; stderr:\n{tail}")
+        },
+    }
+}
+
+/// Reads frames: answers go to their waiter, notifications to the
 /// subscribers; lines that are not JSON objects are skipped.
 async fn read_frames(
-    stdout: tokio::process::ChildStdout,
+    reader: impl AsyncRead + Unpin,
     pending: Pending,
     notifications: broadcast::Sender<Notification>,
-    stderr_tail: Arc<Mutex<Vec<String>>>,
+    stderr_tail: Tail,
 ) {
-    let mut lines = BufReader::new(stdout).lines();
+    let mut lines = BufReader::new(reader).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(Value::Object(mut frame)) = serde_json::from_str::<Value>(&line) else {
             tracing::debug!("skipped a line that is not a frame");
@@ -308,17 +396,11 @@ async fn read_frames(
         };
         let _ = waiter.send(answer);
     }
-    let tail = stderr_tail.lock().map(|t| t.join("\n")).unwrap_or_default();
     let waiters: Vec<_> = pending
         .lock()
         .map(|mut p| p.drain().collect())
         .unwrap_or_default();
     for (_, waiter) in waiters {
-        let stderr = if tail.is_empty() {
-            String::new()
-        } else {
-            format!("; stderr:\n{tail}")
-        };
-        let _ = waiter.send(Err(ClientError::Closed { stderr }));
+        let _ = waiter.send(Err(closed(&stderr_tail)));
     }
 }

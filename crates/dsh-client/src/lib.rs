@@ -1,11 +1,12 @@
 //! A Rust client for the DeepSeek Harness SDK protocol.
 //!
-//! [`HarnessClient`] launches a runtime (`dsh --profile sdk` by default) as a
-//! subprocess with an explicit `DSH_HOME`, talks newline-delimited JSON-RPC
-//! on its stdio, matches responses to requests and fans notifications out to
-//! subscribers. [`Session::run`] sends a prompt and collects the session's
-//! events from the prompt's receipt to the next `idle`, exactly as the
-//! official Python SDK's `Session.run` does.
+//! [`Client`] talks newline-delimited JSON-RPC to a runtime over any pair of
+//! byte streams, matches responses to requests and fans notifications out to
+//! subscribers. [`HarnessClient`] launches a runtime (`dsh --profile sdk` by
+//! default) as a subprocess with an explicit `DSH_HOME` and connects a
+//! [`Client`] to its stdio. [`Session::run`] sends a prompt and collects the
+//! session's events from the prompt's receipt to the next `idle`, exactly as
+//! the official Python SDK's `Session.run` does.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), dsh_client::ClientError> {
@@ -21,5 +22,5 @@
 mod client;
 mod run;
 
-pub use client::{ClientConfig, ClientError, HarnessClient, Notification};
-pub use run::{RunResult, Session};
+pub use client::{Client, ClientConfig, ClientError, HarnessClient, Notification};
+pub use run::{RunResult, Session, text_block};

@@ -1,11 +1,12 @@
-use crate::{ClientError, HarnessClient, Notification};
-use dsh_protocol::methods::SESSION_PROMPT;
-use serde_json::{Value, json};
+use crate::{Client, ClientError, Notification};
+use dsh_protocol::JsonObject;
+use dsh_protocol::methods::{PromptParams, PromptResult, SESSION_PROMPT};
+use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
-/// A session of a [`HarnessClient`].
+/// A session of a [`Client`].
 pub struct Session<'a> {
-    client: &'a HarnessClient,
+    client: &'a Client,
     id: String,
 }
 
@@ -22,8 +23,20 @@ pub struct RunResult {
     pub events: Vec<Value>,
 }
 
+impl RunResult {
+    /// `data.reason` of the last `turn/end`: its `kind` and, when the turn
+    /// failed, its `error` (`code`, `message`).
+    pub fn finish(&self) -> Option<&Value> {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| e["type"] == "turn/end")
+            .map(|e| &e["data"]["reason"])
+    }
+}
+
 impl<'a> Session<'a> {
-    pub(crate) fn new(client: &'a HarnessClient, id: String) -> Self {
+    pub(crate) fn new(client: &'a Client, id: String) -> Self {
         Self { client, id }
     }
 
@@ -35,24 +48,27 @@ impl<'a> Session<'a> {
     /// Sends `text` as a prompt and collects the session's events from the
     /// prompt's receipt until the session is `idle` again.
     pub async fn run(&self, text: &str) -> Result<RunResult, ClientError> {
-        self.run_blocks(vec![json!({"type": "text", "text": text})])
-            .await
+        self.run_blocks(vec![text_block(text)]).await
     }
 
     /// [`run`](Self::run) with explicit content blocks.
-    pub async fn run_blocks(&self, blocks: Vec<Value>) -> Result<RunResult, ClientError> {
+    pub async fn run_blocks(&self, blocks: Vec<JsonObject>) -> Result<RunResult, ClientError> {
+        self.run_observed(blocks, |_| {}).await
+    }
+
+    /// [`run_blocks`](Self::run_blocks), handing every collected event to
+    /// `observe` as it arrives.
+    pub async fn run_observed(
+        &self,
+        blocks: Vec<JsonObject>,
+        mut observe: impl FnMut(&Value),
+    ) -> Result<RunResult, ClientError> {
         let mut notifications = self.client.subscribe();
-        let answer = self
-            .client
-            .request(
-                SESSION_PROMPT,
-                Some(json!({"sessionId": self.id, "contentBlocks": blocks})),
-            )
-            .await?;
-        let message_id = answer["messageId"]
-            .as_str()
-            .ok_or_else(|| ClientError::Protocol(format!("no messageId in {answer}")))?
-            .to_owned();
+        let params = PromptParams {
+            session_id: self.id.clone(),
+            content_blocks: blocks,
+        };
+        let PromptResult { message_id } = self.client.call(SESSION_PROMPT, &params).await?;
         let mut events = Vec::new();
         let mut started = false;
         loop {
@@ -63,7 +79,7 @@ impl<'a> Session<'a> {
                         "{n} notifications were missed"
                     )));
                 }
-                Err(RecvError::Closed) => return Err(self.client_closed()),
+                Err(RecvError::Closed) => return Err(self.client.closed()),
             };
             if params["sessionId"] != self.id.as_str() {
                 continue;
@@ -79,6 +95,7 @@ impl<'a> Session<'a> {
                             });
                     started |= receipt;
                     if started {
+                        observe(event);
                         events.push(event.clone());
                     }
                 }
@@ -86,24 +103,26 @@ impl<'a> Session<'a> {
                 _ => {}
             }
         }
-        Ok(RunResult {
+        let mut result = RunResult {
             session_id: self.id.clone(),
             final_response: final_response(&events),
-            finish_reason: events
-                .iter()
-                .rev()
-                .find(|e| e["type"] == "turn/end")
-                .and_then(|e| e["data"]["reason"]["kind"].as_str())
-                .map(str::to_owned),
+            finish_reason: None,
             events,
-        })
+        };
+        result.finish_reason = result
+            .finish()
+            .and_then(|reason| reason["kind"].as_str())
+            .map(str::to_owned);
+        Ok(result)
     }
+}
 
-    fn client_closed(&self) -> ClientError {
-        ClientError::Closed {
-            stderr: String::new(),
-        }
-    }
+/// A `text` content block.
+pub fn text_block(text: &str) -> JsonObject {
+    let mut block = JsonObject::new();
+    block.insert("type".into(), "text".into());
+    block.insert("text".into(), text.into());
+    block
 }
 
 fn final_response(events: &[Value]) -> String {

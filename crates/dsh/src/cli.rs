@@ -1,6 +1,7 @@
-//! The launcher grammar: `dsh [--profile] <name> [--patch <file>]… [app-args…]`.
+//! The launcher grammar: `dsh [--profile] <name> [--patch <file>]… [app-args…]`
+//! and `dsh headless [options] <task…|->`.
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -9,14 +10,21 @@ use std::path::PathBuf;
 /// Runs an agent runtime that speaks newline-delimited JSON-RPC 2.0 on
 /// stdio, as the DeepSeek Harness Python SDK expects (`dsh_bin=`). The
 /// profile may be given as the first word: `dsh sdk` = `dsh --profile sdk`.
+/// `dsh headless --help` describes the options of `dsh headless`.
 #[derive(Debug, Parser)]
-#[command(name = "dsh", version, disable_help_subcommand = true)]
+#[command(
+    name = "dsh",
+    version,
+    propagate_version = true,
+    disable_help_subcommand = true,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// Profile to run: `sdk` or `sdk-minimal`.
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// A YAML configuration overlay, applied in order; repeatable.
-    #[arg(long = "patch", value_name = "FILE")]
+    #[arg(long = "patch", value_name = "FILE", global = true)]
     pub patches: Vec<PathBuf>,
     /// Arguments for the profile's app (the SDK profiles take only --help).
     #[arg(
@@ -25,14 +33,55 @@ pub struct Cli {
         value_name = "APP_ARGS"
     )]
     pub app_args: Vec<String>,
+    /// A command instead of a profile.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The commands that are not a profile.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one agent task and print the answer.
+    ///
+    /// Plain mode prints the final answer on stdout, reasoning and errors on
+    /// stderr; `--json` prints one NDJSON record per step. Exits 0 only if
+    /// the last turn completed. `DSH_HOME` defaults to `~/.dsh`.
+    // `--version` prints `dsh <version>`, as for `dsh` itself.
+    #[command(display_name = "dsh")]
+    Headless(HeadlessArgs),
+}
+
+/// Arguments of `dsh headless`.
+#[derive(Debug, Args)]
+pub struct HeadlessArgs {
+    /// Print NDJSON records instead of the plain answer.
+    #[arg(long)]
+    pub json: bool,
+    /// Continue this stored session instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// Model provider: `scripted` when `--model` names a scenario file,
+    /// else `deepseek-official` when DEEPSEEK_API_KEY is set, else
+    /// `scripted` (echo); or `openai-compatible`.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id; for `scripted`, `echo` or a scenario file (relative paths
+    /// resolve against the current directory).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The task: words, or `-` to read it from stdin.
+    #[arg(required = true, allow_hyphen_values = true, trailing_var_arg = true)]
+    pub task: Vec<String>,
 }
 
 impl Cli {
-    /// Parses argv, turning a leading profile word into `--profile <word>`.
+    /// Parses argv, turning a leading profile word into `--profile <word>`
+    /// (a leading `headless` stays the command).
     pub fn parse_args<I: IntoIterator<Item = OsString>>(args: I) -> Result<Self, clap::Error> {
         let mut args: Vec<OsString> = args.into_iter().collect();
         if let Some(first) = args.get(1)
             && !first.to_string_lossy().starts_with('-')
+            && first != "headless"
         {
             args.insert(1, OsString::from("--profile"));
         }
@@ -71,5 +120,50 @@ mod tests {
         let cli = parse(&["--profile", "sdk", "--foo"]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cli.app_args, vec!["--foo".to_owned()]);
         assert!(parse(&["--profile", "sdk", "--profile", "sdk"]).is_err());
+    }
+
+    fn headless(args: &[&str]) -> (Cli, HeadlessArgs) {
+        let mut cli = parse(&[&["headless"], args].concat()).unwrap_or_else(|e| panic!("{e}"));
+        match cli.command.take() {
+            Some(Command::Headless(args)) => (cli, args),
+            None => panic!("no headless command in {args:?}"),
+        }
+    }
+
+    #[test]
+    fn headless_options_overlays_and_task_words() {
+        let (cli, args) = headless(&[
+            "--json",
+            "--patch",
+            "a.yml",
+            "--session-id=s",
+            "--provider",
+            "scripted",
+            "--model",
+            "m.yaml",
+            "-",
+        ]);
+        assert_eq!(cli.patches, vec![PathBuf::from("a.yml")]);
+        assert!(args.json);
+        assert_eq!(args.session_id.as_deref(), Some("s"));
+        assert_eq!(args.provider.as_deref(), Some("scripted"));
+        assert_eq!(args.model.as_deref(), Some("m.yaml"));
+        assert_eq!(args.task, ["-"]);
+        // Words after the first task word, options or not, are the task.
+        let (_, args) = headless(&["--bogus", "say", "--json"]);
+        assert!(!args.json);
+        assert_eq!(args.task, ["--bogus", "say", "--json"]);
+        let (_, args) = headless(&["--", "--json"]);
+        assert_eq!(args.task, ["--json"]);
+    }
+
+    #[test]
+    fn headless_needs_a_task_and_is_no_profile() {
+        assert!(parse(&["headless"]).is_err());
+        assert!(parse(&["headless", "--json", "--json", "hi"]).is_err());
+        // After a launcher option `headless` is an app argument, as before.
+        let cli = parse(&["--profile", "sdk", "headless"]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(cli.command.is_none());
+        assert_eq!(cli.app_args, ["headless"]);
     }
 }

@@ -1,79 +1,26 @@
 //! `dsh headless [--json] [--session-id <id>] [--provider P] [--model M] <task…|->`:
 //! one task, start to finish, from the command line.
 //!
-//! It drives the same SDK server in process, as a client would over stdio:
-//! `initialize`, `session/resume` (with `--session-id`), `session/prompt`,
-//! then the session's notifications until it is idle, then `shutdown`.
-//! Plain mode prints the final answer on stdout and reasoning and errors on
-//! stderr; `--json` prints one NDJSON record per step of the run.
+//! The sdk profile's server runs in process; a [`dsh_client::Client`] drives
+//! it over an in-memory duplex, as a client would over stdio: `initialize`,
+//! `session/resume` (with `--session-id`), [`Session::run_observed`]
+//! (`session/prompt`, then the session's events until it is idle), then
+//! `shutdown`. Plain mode prints the final answer on stdout and reasoning
+//! and errors on stderr; `--json` prints one NDJSON record per step of the
+//! run.
+//!
+//! [`Session::run_observed`]: dsh_client::Session::run_observed
 
+use crate::cli::HeadlessArgs;
 use crate::launch::Launch;
-use clap::Parser;
+use dsh_client::{Client, ClientError, text_block};
 use dsh_protocol::FrameWriter;
 use dsh_server::{Server, serve};
 use serde_json::{Value, json};
-use std::io::{Read, Write};
+use std::io::Read;
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::mpsc;
-use tokio::io::AsyncWriteExt;
-
-/// The profile name that selects this mode.
-pub const HEADLESS: &str = "headless";
-
-/// Arguments of `dsh headless`.
-#[derive(Debug, Parser)]
-#[command(
-    name = "dsh headless",
-    about = "Run one agent task and print the answer"
-)]
-pub struct HeadlessArgs {
-    /// Print NDJSON records instead of the plain answer.
-    #[arg(long)]
-    json: bool,
-    /// Continue this stored session instead of starting a new one.
-    #[arg(long, value_name = "ID")]
-    session_id: Option<String>,
-    /// Model provider: `scripted` when `--model` names a scenario file,
-    /// else `deepseek-official` when DEEPSEEK_API_KEY is set, else
-    /// `scripted` (echo); or `openai-compatible`.
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model id; for `scripted`, `echo` or a scenario file (relative paths
-    /// resolve against the current directory).
-    #[arg(long)]
-    model: Option<String>,
-    /// The task: words, or `-` to read it from stdin.
-    #[arg(required = true, allow_hyphen_values = true, trailing_var_arg = true)]
-    task: Vec<String>,
-}
-
-/// Frames the server writes, one `write_all` per frame.
-struct ChannelWrite(mpsc::Sender<Vec<u8>>);
-
-impl Write for ChannelWrite {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .send(buf.to_vec())
-            .map_err(|_| std::io::ErrorKind::BrokenPipe)?;
-        Ok(buf.len())
-    }
-    /// One message per call, whatever the parts: the client reads one
-    /// frame per message.
-    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
-        let mut frame = Vec::with_capacity(bufs.iter().map(|part| part.len()).sum());
-        for part in bufs {
-            frame.extend_from_slice(part);
-        }
-        let len = frame.len();
-        self.0
-            .send(frame)
-            .map_err(|_| std::io::ErrorKind::BrokenPipe)?;
-        Ok(len)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use tokio_util::io::SyncIoBridge;
 
 /// Runs the task; exit 0 iff the last turn completed.
 pub fn run(launch: Box<Launch>, args: HeadlessArgs) -> ExitCode {
@@ -126,127 +73,71 @@ fn execute(launch: Box<Launch>, args: &HeadlessArgs, out: &mut Output) -> Result
         (None, "scripted") => "echo".to_owned(),
         (None, _) => "deepseek-v4-flash".to_owned(),
     };
-    let (frames_tx, frames) = mpsc::channel();
-    let (writer, _writer_thread) =
-        FrameWriter::spawn(ChannelWrite(frames_tx)).map_err(|e| format!("cannot start: {e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let server = Server::new(launch.server_config(), writer);
-    let (mut requests, input) = tokio::io::duplex(1 << 16);
-    let serving = runtime.spawn(async move { serve(&server, input).await });
-    let mut client = Client { frames, next_id: 0 };
-    let mut send = |request: Value| {
-        let line = format!("{request}\n");
-        runtime
-            .block_on(requests.write_all(line.as_bytes()))
-            .map_err(|e| format!("runtime stopped: {e}"))
-    };
-    send(client.request(
-        "initialize",
-        json!({"cwd": cwd, "provider": provider, "model": model}),
-    ))?;
-    client.result()?;
-    let session_id = match &args.session_id {
-        Some(id) => {
-            send(client.request("session/resume", json!({"sessionId": id})))?;
-            client
-                .result()
-                .map_err(|e| format!("{e} (omit --session-id to start a new session)"))?;
-            id.clone()
-        }
-        None => format!("session-{}", uuid::Uuid::new_v4().simple()),
-    };
-    out.record(json!({"type": "session", "sessionId": session_id, "cwd": cwd}));
-    let prompt =
-        json!({"sessionId": session_id, "contentBlocks": [{"type": "text", "text": task}]});
-    send(client.request("session/prompt", prompt))?;
-    let completed = client.follow(&session_id, out)?;
-    send(client.request("shutdown", Value::Null))?;
-    let _ = client.result();
-    let _ = runtime.block_on(serving);
+    let completed = runtime.block_on(async {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (requests, frames) = tokio::io::split(theirs);
+        let (writer, _writer_thread) = FrameWriter::spawn(SyncIoBridge::new(frames))
+            .map_err(|e| format!("cannot start: {e}"))?;
+        let server = Server::new(launch.server_config(), writer);
+        let serving = tokio::spawn(async move { serve(&server, requests).await });
+        let (reader, writer) = tokio::io::split(ours);
+        let client = Client::connect(reader, writer, &cwd);
+        let completed = converse(&client, args, &task, &cwd, (&provider, &model), out).await;
+        let _ = client.shutdown().await;
+        let _ = serving.await;
+        completed
+    });
     runtime.shutdown_background();
-    Ok(completed)
+    completed
 }
 
-struct Client {
-    frames: mpsc::Receiver<Vec<u8>>,
-    next_id: u64,
+/// `initialize`, the session, the task's run; reports every step of the
+/// run and returns whether the last turn completed.
+async fn converse(
+    client: &Client,
+    args: &HeadlessArgs,
+    task: &str,
+    cwd: &Path,
+    (provider, model): (&str, &str),
+    out: &mut Output,
+) -> Result<bool, String> {
+    client.initialize(provider, model).await.map_err(text)?;
+    let session = match &args.session_id {
+        Some(id) => client
+            .resume(id)
+            .await
+            .map_err(|e| format!("{} (omit --session-id to start a new session)", text(e)))?,
+        None => client.session(format!("session-{}", uuid::Uuid::new_v4().simple())),
+    };
+    out.record(json!({"type": "session", "sessionId": session.id(), "cwd": cwd}));
+    let result = session
+        .run_observed(vec![text_block(task)], |event| out.event(event))
+        .await
+        .map_err(text)?;
+    if let Some(reason) = result.finish()
+        && reason["kind"] == "error"
+    {
+        let error = &reason["error"];
+        out.failure(
+            error["code"].as_str().unwrap_or("UNKNOWN"),
+            error["message"].as_str().unwrap_or_default(),
+        );
+    }
+    out.finish(&result.final_response);
+    Ok(result.finish_reason.as_deref() == Some("completed"))
 }
 
-impl Client {
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-    }
-
-    fn next(&self) -> Result<Value, String> {
-        let bytes = self
-            .frames
-            .recv()
-            .map_err(|_| "the runtime stopped unexpectedly".to_owned())?;
-        serde_json::from_slice(&bytes).map_err(|e| format!("bad frame from the runtime: {e}"))
-    }
-
-    /// The result of the latest request (notifications before it skipped).
-    fn result(&self) -> Result<Value, String> {
-        loop {
-            let frame = self.next()?;
-            if frame.get("id").and_then(Value::as_u64) == Some(self.next_id) {
-                if let Some(error) = frame.get("error") {
-                    return Err(error["message"]
-                        .as_str()
-                        .unwrap_or("request failed")
-                        .to_owned());
-                }
-                return Ok(frame["result"].clone());
-            }
-        }
-    }
-
-    /// Follows the session until it is idle after the prompt; reports every
-    /// step of the run and returns whether the last turn completed.
-    fn follow(&self, session_id: &str, out: &mut Output) -> Result<bool, String> {
-        let mut last_text = String::new();
-        let mut last_reason = None;
-        loop {
-            let frame = self.next()?;
-            if let Some(error) = frame.get("error") {
-                return Err(error["message"]
-                    .as_str()
-                    .unwrap_or("the prompt failed")
-                    .to_owned());
-            }
-            let params = &frame["params"];
-            if params["sessionId"] != session_id {
-                continue;
-            }
-            match frame["method"].as_str() {
-                Some("session.status") if params["status"] == "idle" => break,
-                Some("session.event") => {
-                    let event = &params["event"];
-                    if let Some(text) = out.event(event) {
-                        last_text = text;
-                    }
-                    if event["type"] == "turn/end" {
-                        last_reason = Some(event["data"]["reason"].clone());
-                    }
-                }
-                _ => {}
-            }
-        }
-        let reason = last_reason.unwrap_or(Value::Null);
-        if reason["kind"] == "error" {
-            let error = &reason["error"];
-            out.failure(
-                error["code"].as_str().unwrap_or("UNKNOWN"),
-                error["message"].as_str().unwrap_or_default(),
-            );
-        }
-        out.finish(&last_text);
-        Ok(reason["kind"] == "completed")
+/// What a failed request prints: the runtime's message as is.
+fn text(err: ClientError) -> String {
+    match err {
+        ClientError::Rpc { message, .. } => message,
+        ClientError::Closed { .. } => "the runtime stopped unexpectedly".into(),
+        other => other.to_string(),
     }
 }
 
@@ -261,10 +152,11 @@ impl Output {
         }
     }
 
-    /// Reports one event; returns the text of an assistant message.
-    fn event(&self, event: &Value) -> Option<String> {
+    /// Reports one event.
+    fn event(&self, event: &Value) {
         let data = &event["data"];
-        let phase = match event["type"].as_str()? {
+        let kind = event["type"].as_str().unwrap_or_default();
+        let phase = match kind {
             "turn/start" => Some("turn_start"),
             "step/start" => Some("step_start"),
             "step/end" => Some("step_end"),
@@ -280,11 +172,10 @@ impl Output {
                 record["reason"] = reason["kind"].clone();
             }
             self.record(record);
-            return None;
+            return;
         }
-        match event["type"].as_str()? {
+        match kind {
             "assistant/message" => {
-                let mut text = String::new();
                 for block in data["message"]["content"].as_array().into_iter().flatten() {
                     match block["type"].as_str() {
                         Some("reasoning") => {
@@ -298,16 +189,13 @@ impl Output {
                         Some("text") => {
                             let part = block["text"].as_str().unwrap_or_default();
                             self.record(json!({"type": "text", "text": part}));
-                            text.push_str(part);
                         }
                         _ => {}
                     }
                 }
-                Some(text)
             }
             "tool/call" => {
                 self.record(json!({"type": "tool_call", "callId": data["callId"], "name": data["name"], "arguments": data["arguments"]}));
-                None
             }
             "tool/result" => {
                 let message = &data["message"];
@@ -318,9 +206,8 @@ impl Output {
                     .filter_map(|b| b["text"].as_str())
                     .collect();
                 self.record(json!({"type": "tool_result", "callId": message["toolCallId"], "isError": message["isError"], "text": text}));
-                None
             }
-            _ => None,
+            _ => {}
         }
     }
 

@@ -1,9 +1,7 @@
 //! Everything decided before the runtime starts: profile, overlays, the
 //! launch environment and `DSH_HOME`.
 
-use crate::cli::Cli;
-use crate::headless::{HEADLESS, HeadlessArgs};
-use clap::Parser;
+use crate::cli::{Cli, Command};
 use dsh_agent::{PermissionMode, Profile, ProfileKind};
 use dsh_llm::{
     DEFAULT_ERROR_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, ERROR_BODY_BYTES_VAR, ProviderEnv,
@@ -97,9 +95,6 @@ pub enum LaunchError {
         /// Its value.
         value: String,
     },
-    /// Bad `headless` arguments.
-    #[error("{0}")]
-    Headless(String),
     /// A bad sandbox setting (`DSH_SANDBOX_NETWORK`, `DSH_WEB_FETCH_PRIVATE`).
     #[error("dsh: {0}")]
     Sandbox(String),
@@ -123,10 +118,8 @@ impl LaunchError {
 
 /// What [`Launch::prepare`] decided.
 pub enum Prepared {
-    /// Start the runtime.
+    /// Start the runtime (or run `dsh headless`).
     Run(Box<Launch>),
-    /// Run one task and exit (`dsh headless …`).
-    Headless(Box<Launch>, HeadlessArgs),
     /// Nothing to run (help was printed).
     Done,
 }
@@ -198,25 +191,15 @@ impl Launch {
     /// Validates the command line, reads the overlays and checks `DSH_HOME`,
     /// creating it (0700) when it is missing.
     pub fn prepare(cli: &Cli) -> Result<Prepared, LaunchError> {
-        let name = cli.profile.as_deref().ok_or(LaunchError::NoProfile)?;
-        if !matches!(name, "sdk" | "sdk-minimal" | HEADLESS) {
-            return Err(LaunchError::UnknownProfile(name.to_owned()));
-        }
-        let headless = if name == HEADLESS {
-            match HeadlessArgs::try_parse_from(
-                std::iter::once("dsh headless").chain(cli.app_args.iter().map(String::as_str)),
-            ) {
-                Ok(args) => Some(args),
-                Err(err) if !err.use_stderr() => {
-                    let _ = err.print();
-                    return Ok(Prepared::Done);
-                }
-                Err(err) => return Err(LaunchError::Headless(err.to_string())),
-            }
-        } else {
-            None
+        // `headless` runs the sdk profile's server.
+        let headless = matches!(cli.command, Some(Command::Headless(_)));
+        let name = match (headless, cli.profile.as_deref()) {
+            (true, _) => "headless",
+            (false, Some(name @ ("sdk" | "sdk-minimal"))) => name,
+            (false, Some(name)) => return Err(LaunchError::UnknownProfile(name.to_owned())),
+            (false, None) => return Err(LaunchError::NoProfile),
         };
-        if let (None, Some(arg)) = (&headless, cli.app_args.first()) {
+        if let Some(arg) = cli.app_args.first() {
             if arg == "-h" || arg == "--help" {
                 print!("{APP_HELP}");
                 return Ok(Prepared::Done);
@@ -230,9 +213,9 @@ impl Launch {
         }
         // The SDK profiles never fall back to ~/.dsh; a CLI user of
         // `headless` expects it.
-        let home = match (env.get("DSH_HOME"), &headless, env.get("HOME")) {
+        let home = match (env.get("DSH_HOME"), headless, env.get("HOME")) {
             (Some(home), _, _) => home,
-            (None, Some(_), Some(user_home)) => format!("{user_home}/.dsh"),
+            (None, true, Some(user_home)) => format!("{user_home}/.dsh"),
             (None, _, _) => return Err(LaunchError::NoHome(name.to_owned())),
         };
         let dsh_home = resolve_home(&home, &process_cwd, env.get("HOME").as_deref());
@@ -301,10 +284,7 @@ impl Launch {
             file_max_bytes,
             spill,
         });
-        Ok(match headless {
-            Some(args) => Prepared::Headless(launch, args),
-            None => Prepared::Run(launch),
-        })
+        Ok(Prepared::Run(launch))
     }
 
     /// `DSH_HOME`, absolute.

@@ -32,13 +32,15 @@ fn main() -> ExitCode {
     };
     let launch = match launch::Launch::prepare(&cli) {
         Ok(launch::Prepared::Run(launch)) => launch,
-        Ok(launch::Prepared::Headless(launch, args)) => return headless::run(launch, args),
         Ok(launch::Prepared::Done) => return ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("{err}");
             return ExitCode::from(err.exit_code());
         }
     };
+    if let Some(cli::Command::Headless(args)) = cli.command {
+        return headless::run(launch, args);
+    }
     // From here on fd 0 is /dev/null and fd 1 is stderr: only the request
     // reader and the frame writer hold the protocol channel, and no tool,
     // library print or child process can reach it.
