@@ -27,9 +27,7 @@ async fn disposal_during_a_tool_call_closes_the_calls_the_step_the_turn_and_the_
     seen.until("tool/call").await;
     // Something waits in each inbox: a prompt, a working-directory notice.
     prompt(&agent, "later");
-    agent
-        .set_working_directory("sub")
-        .unwrap_or_else(|e| panic!("{e}"));
+    agent.set_working_directory("sub").unwrap();
     agent.dispose();
     // Disposal releases waiters.
     idle(&agent).await;

@@ -25,8 +25,7 @@ async fn a_restored_session_asks_the_model_with_exactly_its_stored_history() {
     // the agent stops its loop without any closer, as a SIGKILL would.
     let cwd = rig.workspace.to_string_lossy().into_owned();
     let header = SessionHeader::root(SESSION, now_ms(), Some(cwd));
-    let writer =
-        SessionWriter::create(&store, &header, Encoding::Zstd).unwrap_or_else(|e| panic!("{e}"));
+    let writer = SessionWriter::create(&store, &header, Encoding::Zstd).unwrap();
     let launch = Launch {
         writer: Some(writer),
         ..Launch::default()
@@ -40,13 +39,13 @@ async fn a_restored_session_asks_the_model_with_exactly_its_stored_history() {
     // hold): every published event is on disk as it was published.
     let location = store
         .locate(SESSION)
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .unwrap_or_else(|| panic!("session {SESSION} not stored"));
-    let stored = SessionReader::read(&location).unwrap_or_else(|e| panic!("{e}"));
+    let stored = SessionReader::read(&location).unwrap();
     let on_disk: Vec<Value> = stored
         .events
         .iter()
-        .map(|e| serde_json::to_value(e).unwrap_or_else(|e| panic!("{e}")))
+        .map(|e| serde_json::to_value(e).unwrap())
         .collect();
     assert_eq!(on_disk, before.events());
     // Repair the interrupted turn, then rebuild the facts.
@@ -56,7 +55,7 @@ async fn a_restored_session_asks_the_model_with_exactly_its_stored_history() {
         .enumerate()
         .map(|(n, closer)| {
             let event = closer.into_event(events.len() as u64 + n as u64, now_ms());
-            event.to_raw().unwrap_or_else(|e| panic!("{e}"))
+            event.to_raw().unwrap()
         })
         .collect();
     let closer_kinds: Vec<&str> = closers.iter().map(|c| c.kind.as_str()).collect();
@@ -67,7 +66,7 @@ async fn a_restored_session_asks_the_model_with_exactly_its_stored_history() {
     assert_eq!(closers[0].data["error"]["code"], "TOOL_OUTCOME_UNKNOWN");
     let repaired_result = closers[0].data["message"].clone();
     events.extend(closers);
-    let facts = resume_facts(&events).unwrap_or_else(|e| panic!("{e}"));
+    let facts = resume_facts(&events).unwrap();
     let next_seq = events.len() as u64;
     let last_time = events.last().map_or(0, |e| e.time);
 
@@ -133,7 +132,7 @@ async fn a_restored_session_asks_the_model_with_exactly_its_stored_history() {
     let sent: Vec<Value> = requests[0]
         .messages
         .iter()
-        .map(|m| serde_json::to_value(m.as_ref()).unwrap_or_else(|e| panic!("{e}")))
+        .map(|m| serde_json::to_value(m.as_ref()).unwrap())
         .collect();
     assert_eq!(sent, history);
     let system = &before.data("system/message")[0]["message"]["content"][0]["text"];

@@ -1,7 +1,9 @@
 use crate::{Client, ClientError, Notification};
 use dsh_protocol::JsonObject;
+use dsh_protocol::catalog::{Event, SessionEvent, TurnEndReason};
+use dsh_protocol::message::text_of;
 use dsh_protocol::methods::{PromptParams, PromptResult, SESSION_PROMPT};
-use serde_json::Value;
+use dsh_protocol::notifications::{SESSION_EVENT, SESSION_STATUS};
 use tokio::sync::broadcast::error::RecvError;
 
 /// A session of a [`Client`].
@@ -19,20 +21,11 @@ pub struct RunResult {
     pub final_response: String,
     /// `data.reason.kind` of the last `turn/end`.
     pub finish_reason: Option<String>,
+    /// `data.reason` of the last `turn/end`: its kind and, when the turn
+    /// failed, its error (`code`, `message`).
+    pub finish: Option<TurnEndReason>,
     /// The session's events from the prompt's receipt to `idle`.
-    pub events: Vec<Value>,
-}
-
-impl RunResult {
-    /// `data.reason` of the last `turn/end`: its `kind` and, when the turn
-    /// failed, its `error` (`code`, `message`).
-    pub fn finish(&self) -> Option<&Value> {
-        self.events
-            .iter()
-            .rev()
-            .find(|e| e["type"] == "turn/end")
-            .map(|e| &e["data"]["reason"])
-    }
+    pub events: Vec<SessionEvent>,
 }
 
 impl<'a> Session<'a> {
@@ -53,7 +46,7 @@ impl<'a> Session<'a> {
 
     /// [`run`](Self::run) with explicit content blocks.
     pub async fn run_blocks(&self, blocks: Vec<JsonObject>) -> Result<RunResult, ClientError> {
-        self.run_observed(blocks, |_| {}).await
+        self.run_observed(blocks, |_, _| {}).await
     }
 
     /// [`run_blocks`](Self::run_blocks), handing every collected event to
@@ -61,7 +54,7 @@ impl<'a> Session<'a> {
     pub async fn run_observed(
         &self,
         blocks: Vec<JsonObject>,
-        mut observe: impl FnMut(&Value),
+        mut observe: impl FnMut(&SessionEvent, Option<&Event>),
     ) -> Result<RunResult, ClientError> {
         let mut notifications = self.client.subscribe();
         let params = PromptParams {
@@ -70,6 +63,7 @@ impl<'a> Session<'a> {
         };
         let PromptResult { message_id } = self.client.call(SESSION_PROMPT, &params).await?;
         let mut events = Vec::new();
+        let mut outcome = Outcome::default();
         let mut started = false;
         loop {
             let Notification { method, params } = match notifications.recv().await {
@@ -85,35 +79,57 @@ impl<'a> Session<'a> {
                 continue;
             }
             match method.as_str() {
-                "session.event" => {
-                    let event = &params["event"];
-                    let receipt = event["type"] == "agent/inbox/spliced"
-                        && event["data"]["inserted"]
-                            .as_array()
-                            .is_some_and(|inserted| {
-                                inserted.iter().any(|m| m["id"] == message_id.as_str())
-                            });
-                    started |= receipt;
+                SESSION_EVENT => {
+                    let event: SessionEvent = serde_json::from_value(params["event"].clone())
+                        .map_err(|err| {
+                            ClientError::Protocol(format!("bad session.event: {err}"))
+                        })?;
+                    let typed = event.typed().ok();
+                    started |= matches!(&typed, Some(Event::InboxSpliced(spliced))
+                        if spliced.inserted.iter().any(|m| m.id == message_id));
                     if started {
-                        observe(event);
-                        events.push(event.clone());
+                        observe(&event, typed.as_ref());
+                        if let Some(typed) = typed {
+                            outcome.see(typed);
+                        }
+                        events.push(event);
                     }
                 }
-                "session.status" if started && params["status"] == "idle" => break,
+                SESSION_STATUS if started && params["status"] == "idle" => break,
                 _ => {}
             }
         }
-        let mut result = RunResult {
+        Ok(RunResult {
             session_id: self.id.clone(),
-            final_response: final_response(&events),
-            finish_reason: None,
+            final_response: outcome.final_response,
+            finish_reason: outcome
+                .finish
+                .as_ref()
+                .and_then(TurnEndReason::kind)
+                .map(str::to_owned),
+            finish: outcome.finish,
             events,
-        };
-        result.finish_reason = result
-            .finish()
-            .and_then(|reason| reason["kind"].as_str())
-            .map(str::to_owned);
-        Ok(result)
+        })
+    }
+}
+
+/// What a run's events settle: the last reply's text and the last
+/// `turn/end` reason.
+#[derive(Default)]
+struct Outcome {
+    final_response: String,
+    finish: Option<TurnEndReason>,
+}
+
+impl Outcome {
+    fn see(&mut self, event: Event) {
+        match event {
+            Event::AssistantMessage(reply) => {
+                self.final_response = text_of(&reply.message.content).collect();
+            }
+            Event::TurnEnd(end) => self.finish = Some(end.reason),
+            _ => {}
+        }
     }
 }
 
@@ -123,20 +139,4 @@ pub fn text_block(text: &str) -> JsonObject {
     block.insert("type".into(), "text".into());
     block.insert("text".into(), text.into());
     block
-}
-
-fn final_response(events: &[Value]) -> String {
-    events
-        .iter()
-        .rev()
-        .find(|e| e["type"] == "assistant/message")
-        .and_then(|e| e["data"]["message"]["content"].as_array())
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "text")
-                .filter_map(|b| b["text"].as_str())
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -658,9 +658,8 @@ mod tests {
 
     fn scenario_file(text: &str) -> (PathBuf, ScriptedProvider) {
         let path = std::env::temp_dir().join(format!("dsh-scenario-{}.yaml", uuid_like()));
-        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
-        let provider =
-            ScriptedProvider::for_model(&path.to_string_lossy()).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, text).unwrap();
+        let provider = ScriptedProvider::for_model(&path.to_string_lossy()).unwrap();
         (path, provider)
     }
 
@@ -670,7 +669,7 @@ mod tests {
 
     #[tokio::test]
     async fn echo_answers_with_the_prompt() {
-        let provider = ScriptedProvider::for_model(ECHO).unwrap_or_else(|e| panic!("{e}"));
+        let provider = ScriptedProvider::for_model(ECHO).unwrap();
         let Settled::Message {
             content, finish, ..
         } = settle(&provider, request("s", "héllo")).await
@@ -740,7 +739,7 @@ mod tests {
             &path,
             "replies:\n  - text: a\n    error: {code: X, message: y}\n",
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         let err = ScriptedProvider::for_model(&path.to_string_lossy())
             .err()
             .map(|e| e.to_string())
@@ -751,7 +750,7 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_user_content_is_unsupported() {
-        let provider = ScriptedProvider::for_model(ECHO).unwrap_or_else(|e| panic!("{e}"));
+        let provider = ScriptedProvider::for_model(ECHO).unwrap();
         let mut req = request("s", "x");
         req.messages = vec![Arc::new(Message::User(UserMessage::new(
             vec![json!({"type":"weird","x":1})],

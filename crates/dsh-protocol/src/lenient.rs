@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn nesting_is_accepted_up_to_the_limit() {
         let deep = |n: usize| format!("{{\"a\":{}{}}}", "[".repeat(n - 1), "]".repeat(n - 1));
-        let value = parse(&deep(MAX_DEPTH)).unwrap_or_else(|e| panic!("{e}"));
+        let value = parse(&deep(MAX_DEPTH)).unwrap();
         let mut inner = &value["a"];
         let mut levels = 1;
         while let Some(first) = inner.as_array().and_then(|a| a.first()) {
@@ -202,13 +202,13 @@ mod tests {
         let handle = std::thread::Builder::new()
             .stack_size(2 << 20)
             .spawn(move || {
-                let value: Value = from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+                let value: Value = from_str(&text).unwrap();
                 let copy = value.clone();
                 let again = serde_json::to_string(&copy).unwrap_or_default();
                 drop(copy);
                 again == text
             })
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         assert_eq!(handle.join().ok(), Some(true));
     }
 }

@@ -181,10 +181,10 @@ mod tests {
     #[test]
     fn untagged_messages_deserialise_by_role() {
         let line = r#"{"role":"tool","source":{"kind":"tool","callId":"c1"},"toolCallId":"c1","content":[],"isError":true,"id":"t"}"#;
-        let message: Message = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+        let message: Message = serde_json::from_str(line).unwrap();
         assert!(matches!(message, Message::Tool(ref t) if t.is_error));
         let line = r#"{"content":[],"source":{"kind":"user"},"role":"user","id":"u"}"#;
-        let message: Message = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+        let message: Message = serde_json::from_str(line).unwrap();
         assert!(matches!(message, Message::User(_)));
     }
 

@@ -162,7 +162,7 @@ mod tests {
     #[test]
     fn frames_have_the_official_key_order_and_one_newline() {
         let id = RequestId::Num(7.into());
-        let ok = Outgoing::response(&id, &json!({"b":1,"a":2})).unwrap_or_else(|e| panic!("{e}"));
+        let ok = Outgoing::response(&id, &json!({"b":1,"a":2})).unwrap();
         assert_eq!(
             text(&ok),
             "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"b\":1,\"a\":2}}\n"
@@ -186,8 +186,7 @@ mod tests {
         // The same bytes as the notification built from values.
         let value: serde_json::Value = serde_json::from_slice(&raw).unwrap_or_default();
         let params = json!({"sessionId": "s é\u{10FFFF}\u{10F000}", "event": value});
-        let built =
-            Outgoing::notification("session.event", &params).unwrap_or_else(|e| panic!("{e}"));
+        let built = Outgoing::notification("session.event", &params).unwrap();
         assert_eq!(text(&built), expected);
     }
 }

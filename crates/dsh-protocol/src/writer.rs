@@ -90,7 +90,7 @@ mod tests {
     #[test]
     fn frames_from_many_threads_are_written_whole_and_in_order_per_thread() {
         let sink = Shared::default();
-        let (writer, handle) = FrameWriter::spawn(sink.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let (writer, handle) = FrameWriter::spawn(sink.clone()).unwrap();
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 let writer = writer.clone();

@@ -191,7 +191,7 @@ mod tests {
     fn admits_like_the_official_runtime() {
         let home = std::env::temp_dir().join(format!("dsh-attach-{}", std::process::id()));
         let store = AttachmentStore::new(&home);
-        let attachment = store.admit(PNG).unwrap_or_else(|e| panic!("{e}"));
+        let attachment = store.admit(PNG).unwrap();
         assert_eq!(
             attachment,
             json!({"attachmentId": "sha256:57cda64cead0869cd5f90dfebb024f4bd9a922aaea91d513de6fa3e949d88921", "mediaType": "image/png", "width": 8, "height": 8, "bytes": 75})
@@ -214,13 +214,13 @@ mod tests {
         let home = std::env::temp_dir().join(format!("dsh-attach-link-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&home);
         let store = AttachmentStore::new(&home);
-        let attachment = store.admit(PNG).unwrap_or_else(|e| panic!("{e}"));
+        let attachment = store.admit(PNG).unwrap();
         let hex = attachment_hex(&attachment).unwrap_or_default().to_owned();
         let path = store.object_path(&hex);
         let victim = home.join("victim");
-        std::fs::write(&victim, b"not an image").unwrap_or_else(|e| panic!("{e}"));
-        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
-        std::os::unix::fs::symlink(&victim, &path).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&victim, b"not an image").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
         let err = store.load(&attachment).err().map(|e| e.to_string());
         assert_eq!(
             err,

@@ -424,8 +424,7 @@ mod tests {
         use crate::store::{Encoding, SessionHeader, SessionStore, SessionWriter};
         let store = SessionStore::new(home);
         let header = SessionHeader::root("s", 1, Some("/ws".to_owned()));
-        let writer = SessionWriter::create(&store, &header, Encoding::Zstd)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let writer = SessionWriter::create(&store, &header, Encoding::Zstd).unwrap();
         let check = Arc::new(DiskCheck {
             location: writer.location().clone(),
             seen: Mutex::default(),
@@ -441,7 +440,7 @@ mod tests {
 
     #[test]
     fn every_event_is_on_disk_before_it_is_notified() {
-        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = tempfile::tempdir().unwrap();
         let (mut log, check) = logged(home.path());
         // None of these settles anything: today's barriers would not write them.
         for kind in ["turn/start", "step/start", "job/registered", "tool/call"] {
@@ -454,7 +453,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_holds_back_that_event_and_everything_after_it() {
-        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = tempfile::tempdir().unwrap();
         let (mut log, check) = logged(home.path());
         assert!(
             log.append(EventDraft::new(raw("turn/start", json!({}))))
@@ -497,7 +496,7 @@ mod tests {
 
     #[test]
     fn a_barrier_writes_and_notifies_what_a_failed_write_held_back() {
-        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = tempfile::tempdir().unwrap();
         let (mut log, check) = logged(home.path());
         assert!(
             log.append(EventDraft::new(raw("turn/start", json!({}))))

@@ -367,9 +367,9 @@ mod tests {
     fn symbolic_links_are_refused_not_followed() {
         let root = temp();
         let target = root.path().join("target");
-        fs::write(&target, b"secret").unwrap_or_else(|e| panic!("{e}"));
+        fs::write(&target, b"secret").unwrap();
         let link = root.path().join("link");
-        symlink(&target, &link).unwrap_or_else(|e| panic!("{e}"));
+        symlink(&target, &link).unwrap();
         let expected = format!(
             "session log {} is a symbolic link: refusing it",
             link.display()
@@ -383,7 +383,7 @@ mod tests {
         }
         // A dangling link is not created through either.
         let dangling = root.path().join("dangling");
-        symlink(root.path().join("nowhere"), &dangling).unwrap_or_else(|e| panic!("{e}"));
+        symlink(root.path().join("nowhere"), &dangling).unwrap();
         assert!(open_or_create_file("session lock", &dangling, &rw()).is_err());
         assert!(!root.path().join("nowhere").exists());
         assert_eq!(
@@ -393,7 +393,7 @@ mod tests {
         );
         // Directories: a link to one is refused, so is a file.
         let dir_link = root.path().join("dir-link");
-        symlink(root.path(), &dir_link).unwrap_or_else(|e| panic!("{e}"));
+        symlink(root.path(), &dir_link).unwrap();
         let err = create_dir("project directory", &dir_link).err();
         assert_eq!(
             err.map(|e| e.to_string()),
@@ -443,6 +443,6 @@ mod tests {
     }
 
     fn must<T>(result: Result<T, PrivateFsError>) -> T {
-        result.unwrap_or_else(|e| panic!("{e}"))
+        result.unwrap()
     }
 }

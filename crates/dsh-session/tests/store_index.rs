@@ -48,7 +48,7 @@ fn a_claim_writes_the_entry_and_an_abandoned_claim_removes_it() {
         entry(home.path(), "s-1").as_deref(),
         Some("--home-user-ws--\n")
     );
-    let found = store.locate("s-1").unwrap_or_else(|e| panic!("{e}"));
+    let found = store.locate("s-1").unwrap();
     assert_eq!(
         found.map(|l| l.dir),
         Some(home.path().join("sessions/--home-user-ws--/s-1"))
@@ -61,8 +61,7 @@ fn a_claim_writes_the_entry_and_an_abandoned_claim_removes_it() {
         "{again:?}"
     );
     // An unwritten claim leaves neither a directory nor an index entry.
-    let unwritten = SessionWriter::create(&store, &header("s-2", "/x"), Encoding::Plain)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let unwritten = SessionWriter::create(&store, &header("s-2", "/x"), Encoding::Plain).unwrap();
     assert_eq!(entry(home.path(), "s-2").as_deref(), Some("--x--\n"));
     drop(unwritten);
     assert_eq!(entry(home.path(), "s-2"), None);
@@ -74,8 +73,8 @@ fn logs_written_without_the_index_are_indexed_by_the_first_claim() {
     let home = temp();
     // A log the official runtime wrote: no index at all.
     let foreign = home.path().join("sessions/--elsewhere--/old-1");
-    fs::create_dir_all(&foreign).unwrap_or_else(|e| panic!("{e}"));
-    fs::write(foreign.join("session.v4.jsonl"), b"").unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir_all(&foreign).unwrap();
+    fs::write(foreign.join("session.v4.jsonl"), b"").unwrap();
     let store = SessionStore::new(home.path());
     // Resume finds it by scanning (no entry yet).
     assert!(matches!(store.exists("old-1"), Ok(true)));
@@ -101,12 +100,11 @@ fn an_entry_naming_a_directory_without_the_log_falls_back_to_a_scan() {
     // The user moved the session directory to another project by hand.
     let from = home.path().join("sessions/--a--/moved");
     let to = home.path().join("sessions/--b--/moved");
-    fs::create_dir_all(home.path().join("sessions/--b--")).unwrap_or_else(|e| panic!("{e}"));
-    fs::rename(&from, &to).unwrap_or_else(|e| panic!("{e}"));
-    let found = store.locate("moved").unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir_all(home.path().join("sessions/--b--")).unwrap();
+    fs::rename(&from, &to).unwrap();
+    let found = store.locate("moved").unwrap();
     assert_eq!(found.map(|l| l.dir), Some(to));
     // A damaged entry is ignored the same way.
-    fs::write(home.path().join("session-index/moved"), b"../../etc\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+    fs::write(home.path().join("session-index/moved"), b"../../etc\n").unwrap();
     assert!(matches!(store.exists("moved"), Ok(true)));
 }

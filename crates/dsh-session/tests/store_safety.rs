@@ -52,8 +52,8 @@ fn a_symlink_planted_as_a_session_log_is_refused_not_followed() {
     let location = written(&store, "s", "/ws", Encoding::Plain);
     // The log moves elsewhere and a link takes its place.
     let target = root.path().join("elsewhere.jsonl");
-    fs::rename(&location.file, &target).unwrap_or_else(|e| panic!("{e}"));
-    symlink(&target, &location.file).unwrap_or_else(|e| panic!("{e}"));
+    fs::rename(&location.file, &target).unwrap();
+    symlink(&target, &location.file).unwrap();
     let before = fs::read(&target).unwrap_or_default();
     let expected = format!(
         "session log {} is a symbolic link: refusing it",
@@ -75,9 +75,9 @@ fn a_symlink_planted_as_a_lock_file_is_refused_not_followed() {
     let store = SessionStore::new(root.path().join("home"));
     let location = written(&store, "s", "/ws", Encoding::Zstd);
     let target = root.path().join("victim");
-    fs::write(&target, b"keep").unwrap_or_else(|e| panic!("{e}"));
-    fs::remove_file(location.lock_file()).unwrap_or_else(|e| panic!("{e}"));
-    symlink(&target, location.lock_file()).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(&target, b"keep").unwrap();
+    fs::remove_file(location.lock_file()).unwrap();
+    symlink(&target, location.lock_file()).unwrap();
     let before = fs::read(&location.file).unwrap_or_default();
     assert_eq!(
         error_text(SessionWriter::resume(&location)),
@@ -89,9 +89,9 @@ fn a_symlink_planted_as_a_lock_file_is_refused_not_followed() {
     // A dangling link where a new session's lock goes: refused, nothing
     // created at its target.
     let new = store.location_for(Some(Path::new("/ws")), "new", Encoding::Zstd);
-    fs::create_dir_all(&new.dir).unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir_all(&new.dir).unwrap();
     let nowhere = root.path().join("nowhere");
-    symlink(&nowhere, new.lock_file()).unwrap_or_else(|e| panic!("{e}"));
+    symlink(&nowhere, new.lock_file()).unwrap();
     let header = SessionHeader::root("new", 1, Some("/ws".into()));
     assert_eq!(
         error_text(SessionWriter::create(&store, &header, Encoding::Zstd)),
@@ -112,8 +112,8 @@ fn symlinked_session_and_project_directories_are_refused() {
     let location = written(&store, "s", "/ws", Encoding::Plain);
     // The session directory moved out and linked back.
     let moved = root.path().join("moved-session");
-    fs::rename(&location.dir, &moved).unwrap_or_else(|e| panic!("{e}"));
-    symlink(&moved, &location.dir).unwrap_or_else(|e| panic!("{e}"));
+    fs::rename(&location.dir, &moved).unwrap();
+    symlink(&moved, &location.dir).unwrap();
     assert_eq!(
         error_text(store.locate("s")),
         format!(
@@ -123,9 +123,9 @@ fn symlinked_session_and_project_directories_are_refused() {
     );
     // A new session whose project directory is a link elsewhere.
     let outside = root.path().join("outside");
-    fs::create_dir(&outside).unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir(&outside).unwrap();
     let project = store.sessions_dir().join("--other--");
-    symlink(&outside, &project).unwrap_or_else(|e| panic!("{e}"));
+    symlink(&outside, &project).unwrap();
     let header = SessionHeader::root("t", 1, Some("/other".into()));
     assert_eq!(
         error_text(SessionWriter::create(&store, &header, Encoding::Plain)),
@@ -148,7 +148,7 @@ fn entries_of_another_user_are_refused() {
     let store = SessionStore::new(root.path().join("home"));
     let location = written(&store, "s", "/ws", Encoding::Plain);
     let other = rustix::fs::Uid::from_raw(4242);
-    rustix::fs::chown(&location.file, Some(other), None).unwrap_or_else(|e| panic!("{e}"));
+    rustix::fs::chown(&location.file, Some(other), None).unwrap();
     assert_eq!(
         error_text(SessionWriter::resume(&location)),
         format!(
@@ -156,9 +156,8 @@ fn entries_of_another_user_are_refused() {
             location.file.display()
         )
     );
-    rustix::fs::chown(&location.file, Some(rustix::fs::Uid::from_raw(0)), None)
-        .unwrap_or_else(|e| panic!("{e}"));
-    rustix::fs::chown(location.lock_file(), Some(other), None).unwrap_or_else(|e| panic!("{e}"));
+    rustix::fs::chown(&location.file, Some(rustix::fs::Uid::from_raw(0)), None).unwrap();
+    rustix::fs::chown(location.lock_file(), Some(other), None).unwrap();
     assert_eq!(
         error_text(SessionWriter::resume(&location)),
         format!(
@@ -173,13 +172,13 @@ fn a_workspace_mismatch_changes_nothing_and_releases_the_lock() {
     let root = temp();
     let store = SessionStore::new(root.path().join("home"));
     let ws = root.path().join("ws");
-    fs::create_dir(&ws).unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir(&ws).unwrap();
     let cwd = ws.to_string_lossy().into_owned();
     let location = written(&store, "s", &cwd, Encoding::Plain);
     // A torn tail that resume would cut.
     let mut bytes = fs::read(&location.file).unwrap_or_default();
     bytes.extend_from_slice(br#"{"type":"turn/st"#);
-    fs::write(&location.file, &bytes).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(&location.file, &bytes).unwrap();
     let locked = must(SessionWriter::lock_stored(&location));
     assert!(locked.stored().torn_tail);
     assert_eq!(
@@ -203,9 +202,9 @@ fn a_workspace_mismatch_changes_nothing_and_releases_the_lock() {
 fn a_dsh_home_that_is_a_symlink_the_user_made_works() {
     let root = temp();
     let real = root.path().join("real-home");
-    fs::create_dir(&real).unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir(&real).unwrap();
     let home = root.path().join("home");
-    symlink(&real, &home).unwrap_or_else(|e| panic!("{e}"));
+    symlink(&real, &home).unwrap();
     let store = SessionStore::new(&home);
     let header = SessionHeader::root("s", 1, Some("/ws".into()));
     let mut writer = must(SessionWriter::create(&store, &header, Encoding::Zstd));

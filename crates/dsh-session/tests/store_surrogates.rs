@@ -29,8 +29,7 @@ fn lone_surrogates_are_escaped_on_disk_and_markers_again_when_read() {
         let home = temp();
         let store = SessionStore::new(home.path());
         let header = SessionHeader::root("s-sur", 1_796_008_646_846, Some("/ws".to_owned()));
-        let mut writer =
-            SessionWriter::create(&store, &header, encoding).unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = SessionWriter::create(&store, &header, encoding).unwrap();
         let event = SessionEvent {
             kind: "turn/start".to_owned(),
             seq: 0,
@@ -40,11 +39,11 @@ fn lone_surrogates_are_escaped_on_disk_and_markers_again_when_read() {
             surface_op: None,
             ignorable: None,
         };
-        let line = serde_json::to_string(&event).unwrap_or_else(|e| panic!("{e}"));
-        writer.append(&line).unwrap_or_else(|e| panic!("{e}"));
-        writer.flush().unwrap_or_else(|e| panic!("{e}"));
+        let line = serde_json::to_string(&event).unwrap();
+        writer.append(&line).unwrap();
+        writer.flush().unwrap();
         let location = writer.location().clone();
-        writer.close().unwrap_or_else(|e| panic!("{e}"));
+        writer.close().unwrap();
         if encoding == Encoding::Plain {
             let bytes = std::fs::read(&location.file).unwrap_or_default();
             let text = String::from_utf8(bytes).unwrap_or_default();

@@ -49,8 +49,8 @@ fn tree_sessions(tree: &str) -> Vec<(String, String, Vec<String>)> {
 fn names_match_every_session_directory_of_the_transcripts() {
     let logs = all_logs();
     let mut checked = 0;
-    for scenario in fs::read_dir(transcripts()).unwrap_or_else(|e| panic!("{e}")) {
-        let scenario = scenario.unwrap_or_else(|e| panic!("{e}")).path();
+    for scenario in fs::read_dir(transcripts()).unwrap() {
+        let scenario = scenario.unwrap().path();
         let tree_file = scenario.join("dsh-home-tree.txt");
         let Ok(tree) = fs::read_to_string(&tree_file) else {
             continue;
@@ -149,8 +149,7 @@ fn every_official_log_reads_in_both_encodings() {
         for batch in lines.chunks(7) {
             let mut text = batch.join("\n");
             text.push('\n');
-            compressed
-                .extend(zstd::bulk::compress(text.as_bytes(), 3).unwrap_or_else(|e| panic!("{e}")));
+            compressed.extend(zstd::bulk::compress(text.as_bytes(), 3).unwrap());
         }
         let home = temp();
         let store = SessionStore::new(home.path());
@@ -164,11 +163,9 @@ fn every_official_log_reads_in_both_encodings() {
 #[test]
 fn a_zstd_stream_frame_without_content_size_reads_too() {
     let transcript = log("two_turns", "session-two-turns");
-    let mut encoder = zstd::stream::Encoder::new(Vec::new(), 19).unwrap_or_else(|e| panic!("{e}"));
-    encoder
-        .write_all(&transcript.bytes)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let compressed = encoder.finish().unwrap_or_else(|e| panic!("{e}"));
+    let mut encoder = zstd::stream::Encoder::new(Vec::new(), 19).unwrap();
+    encoder.write_all(&transcript.bytes).unwrap();
+    let compressed = encoder.finish().unwrap();
     let home = temp();
     let store = SessionStore::new(home.path());
     let location = install(&store, &transcript.header(), Encoding::Zstd, &compressed);
@@ -430,34 +427,27 @@ fn repaired_logs_are_written_and_read_back() {
         text.push('\n');
         let bytes = match encoding {
             Encoding::Plain => text.into_bytes(),
-            Encoding::Zstd => {
-                zstd::bulk::compress(text.as_bytes(), 3).unwrap_or_else(|e| panic!("{e}"))
-            }
+            Encoding::Zstd => zstd::bulk::compress(text.as_bytes(), 3).unwrap(),
         };
         let home = temp();
         let store = SessionStore::new(home.path());
         let location = install(&store, &header, encoding, &bytes);
-        let (mut writer, stored) =
-            SessionWriter::resume(&location).unwrap_or_else(|e| panic!("{e}"));
+        let (mut writer, stored) = SessionWriter::resume(&location).unwrap();
         let repaired = closers(&stored.events, NOW);
         for (seq, draft) in (stored.next_seq()..).zip(repaired) {
-            writer
-                .append_event(&draft.into_event(seq))
-                .unwrap_or_else(|e| panic!("{e}"));
+            writer.append_event(&draft.into_event(seq)).unwrap();
         }
-        writer.sync().unwrap_or_else(|e| panic!("{e}"));
+        writer.sync().unwrap();
         drop(writer);
-        let again = SessionReader::read(&location).unwrap_or_else(|e| panic!("{e}"));
+        let again = SessionReader::read(&location).unwrap();
         assert_eq!(again.events.len(), 20);
         assert_eq!(again.events[..16], stored.events[..]);
-        let written = fs::read(&location.file).unwrap_or_else(|e| panic!("{e}"));
+        let written = fs::read(&location.file).unwrap();
         let plain = match encoding {
             Encoding::Plain => written,
-            Encoding::Zstd => {
-                zstd::stream::decode_all(&written[..]).unwrap_or_else(|e| panic!("{e}"))
-            }
+            Encoding::Zstd => zstd::stream::decode_all(&written[..]).unwrap(),
         };
-        let text = String::from_utf8(plain).unwrap_or_else(|e| panic!("{e}"));
+        let text = String::from_utf8(plain).unwrap();
         let tail: Vec<&str> = text.lines().skip(17).collect();
         assert_eq!(
             tail[1],
@@ -493,7 +483,7 @@ fn repaired_logs_are_written_and_read_back() {
 #[test]
 fn resume_facts_of_the_resume_transcript() {
     let full = events(&log("resume", "session-resume"));
-    let facts = resume_facts(&full[..17]).unwrap_or_else(|e| panic!("{e}"));
+    let facts = resume_facts(&full[..17]).unwrap();
     assert_eq!(facts.last_turn, 1);
     assert!(facts.has_title);
     assert_eq!(facts.cwd, None);
@@ -515,7 +505,7 @@ fn resume_facts_of_the_resume_transcript() {
         };
         assert_eq!(serde_json::to_value(&entry.message).ok(), Some(original));
     }
-    let all = resume_facts(&full).unwrap_or_else(|e| panic!("{e}"));
+    let all = resume_facts(&full).unwrap();
     assert_eq!(all.last_turn, 2);
     assert_eq!(all.history.len(), 6);
 }
@@ -524,7 +514,7 @@ fn resume_facts_of_the_resume_transcript() {
 fn resume_facts_of_working_directory_and_busy_prompts() {
     let cwd_events = events(&log("working_directory", "session-cwd"));
     // Before the turn claimed them: four notices and the prompt are queued.
-    let facts = resume_facts(&cwd_events[..12]).unwrap_or_else(|e| panic!("{e}"));
+    let facts = resume_facts(&cwd_events[..12]).unwrap();
     assert_eq!(
         facts.cwd.as_deref(),
         Some("/home/user/workdir/working_directory/outside")
@@ -542,7 +532,7 @@ fn resume_facts_of_working_directory_and_busy_prompts() {
         "{order:?}"
     );
     assert!(order[3].contains("outside"), "{order:?}");
-    let facts = resume_facts(&cwd_events).unwrap_or_else(|e| panic!("{e}"));
+    let facts = resume_facts(&cwd_events).unwrap();
     assert!(facts.inbox.next_step.is_empty() && facts.inbox.next_turn.is_empty());
     // prompt_while_busy: the follow-up queued behind the running turn.
     let busy = events(&log("prompt_while_busy", "session-busy"));
@@ -550,7 +540,7 @@ fn resume_facts_of_working_directory_and_busy_prompts() {
         .iter()
         .position(|e| e.seq == 14)
         .unwrap_or_else(|| panic!("seq 14"));
-    let facts = resume_facts(&busy[..at]).unwrap_or_else(|e| panic!("{e}"));
+    let facts = resume_facts(&busy[..at]).unwrap();
     assert_eq!(facts.inbox.next_turn.len(), 1);
     assert_eq!(
         facts.inbox.next_turn[0].content[0]["text"],

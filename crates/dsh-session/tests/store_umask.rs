@@ -36,8 +36,7 @@ fn modes_do_not_depend_on_the_umask() {
         rustix::process::umask(Mode::from_raw_mode(umask));
         for (id, encoding) in [("z", Encoding::Zstd), ("p", Encoding::Plain)] {
             let header = SessionHeader::root(id, 1, Some("/ws".into()));
-            let mut writer =
-                SessionWriter::create(&store, &header, encoding).unwrap_or_else(|e| panic!("{e}"));
+            let mut writer = SessionWriter::create(&store, &header, encoding).unwrap();
             let event = SessionEvent {
                 kind: "turn/start".to_owned(),
                 seq: 0,
@@ -47,10 +46,8 @@ fn modes_do_not_depend_on_the_umask() {
                 surface_op: None,
                 ignorable: None,
             };
-            writer
-                .append(&line(&event))
-                .unwrap_or_else(|e| panic!("{e}"));
-            writer.sync().unwrap_or_else(|e| panic!("{e}"));
+            writer.append(&line(&event)).unwrap();
+            writer.sync().unwrap();
         }
         rustix::process::umask(Mode::from_raw_mode(0o022));
         let mut modes = Vec::new();

@@ -95,7 +95,7 @@ fn round_trip_in_both_encodings_with_many_batches() {
         for (i, got) in stored.events.iter().enumerate() {
             assert_eq!(got, &event(i as u64));
         }
-        let bytes = fs::read(&location.file).unwrap_or_else(|e| panic!("{e}"));
+        let bytes = fs::read(&location.file).unwrap();
         if encoding == Encoding::Zstd {
             // The header's own frame, then one frame per batch, each one
             // standalone.
@@ -114,7 +114,7 @@ fn round_trip_in_both_encodings_with_many_batches() {
                 header.starts_with(br#"{"type":"session""#)
                     && header.iter().filter(|b| **b == b'\n').count() == 1
             );
-            let text = zstd::stream::decode_all(&bytes[..]).unwrap_or_else(|e| panic!("{e}"));
+            let text = zstd::stream::decode_all(&bytes[..]).unwrap();
             assert!(text.starts_with(br#"{"type":"session","version":4,"id":"s-1","#));
         } else {
             assert!(bytes.starts_with(br#"{"type":"session","version":4,"id":"s-1","createdAt":1796008646846,"cwd":"/home/user/ws","isSeeded":false,"delegationDepth":0}"#));
@@ -138,8 +138,7 @@ fn appended_bytes_are_exactly_the_lines_given() {
         r#"{"type":"b","seq":1,"time":5,"data":null,"surfaceOp":"append"}"#,
     ];
     must(writer.append(lines[0]));
-    let raw = serde_json::value::RawValue::from_string(lines[1].to_owned())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let raw = serde_json::value::RawValue::from_string(lines[1].to_owned()).unwrap();
     must(writer.append_raw(&raw));
     assert!(matches!(
         writer.append("{\n}"),
@@ -150,7 +149,7 @@ fn appended_bytes_are_exactly_the_lines_given() {
         Err(StoreError::InvalidEvent { .. })
     ));
     must(writer.flush());
-    let text = fs::read_to_string(&writer.location().file).unwrap_or_else(|e| panic!("{e}"));
+    let text = fs::read_to_string(&writer.location().file).unwrap();
     let got: Vec<&str> = text.lines().skip(1).collect();
     assert_eq!(got, lines);
 }
@@ -243,7 +242,7 @@ fn files_are_0600_and_directories_0700() {
         Some(0)
     );
     let mut names: Vec<String> = fs::read_dir(&location.dir)
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
@@ -339,8 +338,8 @@ fn a_crashed_creator_does_not_block_the_id() {
     // What a creator killed before its first write leaves: the directory
     // and an unlocked lock file.
     let dir = store.sessions_dir().join("--home-user-ws--/crashed");
-    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    fs::write(dir.join("session.lock"), b"").unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("session.lock"), b"").unwrap();
     assert!(matches!(store.locate("crashed"), Ok(None)));
     let mut writer = must(SessionWriter::create(
         &store,
@@ -353,8 +352,8 @@ fn a_crashed_creator_does_not_block_the_id() {
     assert_eq!(read(&location).events.len(), 1);
     // Left by a creator in another project directory: the same.
     let other = store.sessions_dir().join("--other--/crashed2");
-    fs::create_dir_all(&other).unwrap_or_else(|e| panic!("{e}"));
-    fs::write(other.join("session.lock"), b"").unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir_all(&other).unwrap();
+    fs::write(other.join("session.lock"), b"").unwrap();
     drop(must(SessionWriter::create(
         &store,
         &header("crashed2"),
@@ -477,10 +476,10 @@ fn corruption_before_the_end_is_reported() {
     let home = temp();
     let store = SessionStore::new(home.path());
     let (location, _, _) = write_session(&store, "bad", Encoding::Plain, &[3, 3]);
-    let text = fs::read_to_string(&location.file).unwrap_or_else(|e| panic!("{e}"));
+    let text = fs::read_to_string(&location.file).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     lines[3] = lines[3].replacen("\"seq\":2", "\"seq\":x", 1);
-    fs::write(&location.file, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    fs::write(&location.file, lines.join("\n") + "\n").unwrap();
     let err = SessionReader::read(&location)
         .err()
         .map(|e| e.to_string())
@@ -489,7 +488,7 @@ fn corruption_before_the_end_is_reported() {
     assert!(err.starts_with(&prefix), "{err}");
     // A seq gap.
     lines[3] = line(&event(3));
-    fs::write(&location.file, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    fs::write(&location.file, lines.join("\n") + "\n").unwrap();
     let err = SessionReader::read(&location)
         .err()
         .map(|e| e.to_string())
@@ -497,13 +496,11 @@ fn corruption_before_the_end_is_reported() {
     assert_eq!(err, format!("{prefix}expected seq 2, found 3"));
     // A flipped byte inside a middle zstd frame.
     let (location, _, _) = write_session(&store, "badz", Encoding::Zstd, &[3, 3, 3]);
-    let mut bytes = fs::read(&location.file).unwrap_or_else(|e| panic!("{e}"));
-    let first =
-        zstd::zstd_safe::find_frame_compressed_size(&bytes).unwrap_or_else(|e| panic!("{e}"));
-    let second = zstd::zstd_safe::find_frame_compressed_size(&bytes[first..])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut bytes = fs::read(&location.file).unwrap();
+    let first = zstd::zstd_safe::find_frame_compressed_size(&bytes).unwrap();
+    let second = zstd::zstd_safe::find_frame_compressed_size(&bytes[first..]).unwrap();
     bytes[first + second / 2] ^= 0x55;
-    fs::write(&location.file, &bytes).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(&location.file, &bytes).unwrap();
     match SessionReader::read(&location) {
         Err(StoreError::Corrupt { file, .. }) => assert_eq!(file, location.file),
         other => panic!("{other:?}"),

@@ -103,27 +103,26 @@ mod tests {
 
     #[test]
     fn profile_as_flag_or_first_word() {
-        let cli = parse(&["--profile", "sdk", "--patch", "a.yml", "--patch", "b.yml"])
-            .unwrap_or_else(|e| panic!("{e}"));
+        let cli = parse(&["--profile", "sdk", "--patch", "a.yml", "--patch", "b.yml"]).unwrap();
         assert_eq!(cli.profile.as_deref(), Some("sdk"));
         assert_eq!(
             cli.patches,
             vec![PathBuf::from("a.yml"), PathBuf::from("b.yml")]
         );
-        let cli = parse(&["sdk-minimal", "--patch", "a.yml"]).unwrap_or_else(|e| panic!("{e}"));
+        let cli = parse(&["sdk-minimal", "--patch", "a.yml"]).unwrap();
         assert_eq!(cli.profile.as_deref(), Some("sdk-minimal"));
         assert_eq!(cli.patches.len(), 1);
     }
 
     #[test]
     fn unknown_words_become_app_args_and_profile_is_single() {
-        let cli = parse(&["--profile", "sdk", "--foo"]).unwrap_or_else(|e| panic!("{e}"));
+        let cli = parse(&["--profile", "sdk", "--foo"]).unwrap();
         assert_eq!(cli.app_args, vec!["--foo".to_owned()]);
         assert!(parse(&["--profile", "sdk", "--profile", "sdk"]).is_err());
     }
 
     fn headless(args: &[&str]) -> (Cli, HeadlessArgs) {
-        let mut cli = parse(&[&["headless"], args].concat()).unwrap_or_else(|e| panic!("{e}"));
+        let mut cli = parse(&[&["headless"], args].concat()).unwrap();
         match cli.command.take() {
             Some(Command::Headless(args)) => (cli, args),
             None => panic!("no headless command in {args:?}"),
@@ -162,7 +161,7 @@ mod tests {
         assert!(parse(&["headless"]).is_err());
         assert!(parse(&["headless", "--json", "--json", "hi"]).is_err());
         // After a launcher option `headless` is an app argument, as before.
-        let cli = parse(&["--profile", "sdk", "headless"]).unwrap_or_else(|e| panic!("{e}"));
+        let cli = parse(&["--profile", "sdk", "headless"]).unwrap();
         assert!(cli.command.is_none());
         assert_eq!(cli.app_args, ["headless"]);
     }

@@ -15,6 +15,8 @@ use crate::cli::HeadlessArgs;
 use crate::launch::Launch;
 use dsh_client::{Client, ClientError, text_block};
 use dsh_protocol::FrameWriter;
+use dsh_protocol::catalog::{Event, TurnEndReason};
+use dsh_protocol::message::text_of;
 use dsh_server::{Server, serve};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -116,17 +118,15 @@ async fn converse(
     };
     out.record(json!({"type": "session", "sessionId": session.id(), "cwd": cwd}));
     let result = session
-        .run_observed(vec![text_block(task)], |event| out.event(event))
+        .run_observed(vec![text_block(task)], |_, typed| {
+            if let Some(event) = typed {
+                out.event(event);
+            }
+        })
         .await
         .map_err(text)?;
-    if let Some(reason) = result.finish()
-        && reason["kind"] == "error"
-    {
-        let error = &reason["error"];
-        out.failure(
-            error["code"].as_str().unwrap_or("UNKNOWN"),
-            error["message"].as_str().unwrap_or_default(),
-        );
+    if let Some(TurnEndReason::Error { error }) = &result.finish {
+        out.failure(error.code.as_str(), &error.message);
     }
     out.finish(&result.final_response);
     Ok(result.finish_reason.as_deref() == Some("completed"))
@@ -153,59 +153,46 @@ impl Output {
     }
 
     /// Reports one event.
-    fn event(&self, event: &Value) {
-        let data = &event["data"];
-        let kind = event["type"].as_str().unwrap_or_default();
-        let phase = match kind {
-            "turn/start" => Some("turn_start"),
-            "step/start" => Some("step_start"),
-            "step/end" => Some("step_end"),
-            "turn/end" => Some("turn_end"),
-            _ => None,
-        };
-        if let Some(phase) = phase {
-            let mut record = json!({"type": "status", "phase": phase, "turn": data["turn"]});
-            if let Some(step) = data.get("step") {
-                record["step"] = step.clone();
+    fn event(&self, event: &Event) {
+        let status =
+            |phase: &str, turn: u32| json!({"type": "status", "phase": phase, "turn": turn});
+        match event {
+            Event::TurnStart(start) => self.record(status("turn_start", start.turn)),
+            Event::StepStart(start) => {
+                let mut record = status("step_start", start.turn);
+                record["step"] = start.step.into();
+                self.record(record);
             }
-            if let Some(reason) = data.get("reason") {
-                record["reason"] = reason["kind"].clone();
+            Event::StepEnd(end) => {
+                let mut record = status("step_end", end.turn);
+                record["step"] = end.step.into();
+                self.record(record);
             }
-            self.record(record);
-            return;
-        }
-        match kind {
-            "assistant/message" => {
-                for block in data["message"]["content"].as_array().into_iter().flatten() {
+            Event::TurnEnd(end) => {
+                let mut record = status("turn_end", end.turn);
+                record["reason"] = end.reason.kind().into();
+                self.record(record);
+            }
+            Event::AssistantMessage(reply) => {
+                for block in &reply.message.content {
+                    let text = block["text"].as_str().unwrap_or_default();
                     match block["type"].as_str() {
-                        Some("reasoning") => {
-                            let thinking = block["text"].as_str().unwrap_or_default();
-                            if self.json {
-                                self.record(json!({"type": "thinking", "text": thinking}));
-                            } else {
-                                eprintln!("dsh: reasoning:\n{thinking}");
-                            }
+                        Some("reasoning") if self.json => {
+                            self.record(json!({"type": "thinking", "text": text}));
                         }
-                        Some("text") => {
-                            let part = block["text"].as_str().unwrap_or_default();
-                            self.record(json!({"type": "text", "text": part}));
-                        }
+                        Some("reasoning") => eprintln!("dsh: reasoning:\n{text}"),
+                        Some("text") => self.record(json!({"type": "text", "text": text})),
                         _ => {}
                     }
                 }
             }
-            "tool/call" => {
-                self.record(json!({"type": "tool_call", "callId": data["callId"], "name": data["name"], "arguments": data["arguments"]}));
+            Event::ToolCall(call) => {
+                self.record(json!({"type": "tool_call", "callId": call.call_id, "name": call.name, "arguments": call.arguments}));
             }
-            "tool/result" => {
-                let message = &data["message"];
-                let text: String = message["content"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|b| b["text"].as_str())
-                    .collect();
-                self.record(json!({"type": "tool_result", "callId": message["toolCallId"], "isError": message["isError"], "text": text}));
+            Event::ToolResult(result) => {
+                let message = &result.message;
+                let text: String = text_of(&message.content).collect();
+                self.record(json!({"type": "tool_result", "callId": message.tool_call_id, "isError": message.is_error, "text": text}));
             }
             _ => {}
         }

@@ -212,8 +212,8 @@ fn read_edit_and_write_share_the_size_limit() {
     let ws = rt.workspace();
     let at = ws.join("at.txt");
     let above = ws.join("above.txt");
-    std::fs::write(&at, "ab\n".repeat(1365)).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(&above, "x".repeat(4097)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&at, "ab\n".repeat(1365)).unwrap();
+    std::fs::write(&above, "x".repeat(4097)).unwrap();
     let calls = [
         read(&at),
         read(&above),

@@ -187,7 +187,7 @@ fn one_huge_delta_arrives_whole() {
 
 #[test]
 fn a_page_heavy_in_scripts_is_converted_within_the_fetch() {
-    let tokio = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    let tokio = tokio::runtime::Runtime::new().unwrap();
     let url = tokio.block_on(serve_page(5 << 20));
     let dir = common::TempDir::new("script-page");
     let scenario = dir.path().join("scenario.json");
@@ -195,7 +195,7 @@ fn a_page_heavy_in_scripts_is_converted_within_the_fetch() {
         {"blocks": [{"tool_call": {"id": "c1", "name": "web_fetch", "arguments": {"url": url}}}]},
         {"text": "done"}
     ]});
-    std::fs::write(&scenario, replies.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&scenario, replies.to_string()).unwrap();
     let env = [("DSH_WEB_FETCH_PRIVATE", "allow".to_owned())];
     let mut rt = runtime(&env, "scripted", &scenario.display().to_string());
     let events = attack(&mut rt);

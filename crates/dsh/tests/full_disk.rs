@@ -138,9 +138,9 @@ fn a_full_dsh_home_is_reported_and_nothing_unwritten_is_notified() {
     };
     let home = mount.dir.join("home");
     let ws = dir.path().join("ws");
-    fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir_all(&ws).unwrap();
     let scenario_file = dir.path().join("scenario.json");
-    fs::write(&scenario_file, scenario().to_string()).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(&scenario_file, scenario().to_string()).unwrap();
     let mut rt = Runtime::start_with("sdk-minimal", |cmd| {
         cmd.env("DSH_HOME", &home);
     });
@@ -218,7 +218,7 @@ fn a_full_dsh_home_is_reported_and_nothing_unwritten_is_notified() {
     rt.signal("KILL");
     assert_eq!(rt.wait_exit(), None);
     for line in rt.drain() {
-        let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
+        let frame: Value = serde_json::from_str(&line).unwrap();
         if frame["method"] == "session.event" {
             seen.push(frame["params"]["event"].clone());
         }
@@ -226,13 +226,13 @@ fn a_full_dsh_home_is_reported_and_nothing_unwritten_is_notified() {
     drop(rt);
     let location = SessionStore::new(&home)
         .locate(SESSION)
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .unwrap_or_else(|| panic!("{SESSION} not on disk"));
-    let stored = SessionReader::read(&location).unwrap_or_else(|e| panic!("{e}"));
+    let stored = SessionReader::read(&location).unwrap();
     let on_disk: Vec<Value> = stored
         .events
         .iter()
-        .map(|e| serde_json::to_value(e).unwrap_or_else(|e| panic!("{e}")))
+        .map(|e| serde_json::to_value(e).unwrap())
         .collect();
     assert!(seen.len() > 10, "{seen:?}");
     for event in &seen {

@@ -59,7 +59,7 @@ fn json_mode_prints_records_and_a_failed_turn_exits_1() {
         &scenario,
         "replies:\n  - reasoning: hm\n    text: fine\n  - error: {code: AUTH, message: denied, status: 401}\n",
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     let out = headless(&dir, &["--json", "--model", "s.yaml", "go"], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let records: Vec<Value> = text(&out.stdout)

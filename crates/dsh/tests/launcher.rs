@@ -114,7 +114,7 @@ fn overlays_are_read_and_validated() {
             "invalid overlay {}: env must be a mapping",
         ),
     ] {
-        std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join(name), text).unwrap();
         let out = run(&dir, &["sdk", "--patch", name], Some("h"));
         assert_eq!(out.status.code(), Some(1), "{name}");
         let path = dir.path().join(name);
@@ -141,14 +141,14 @@ fn official_patch_lists_are_accepted_with_a_warning_per_entry() {
             2,
         ),
     ] {
-        std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join(name), text).unwrap();
         let mut cmd = dsh(dir.path());
         cmd.args(["sdk", "--patch", name]).env("DSH_HOME", "h");
         cmd.stdin(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
+        let mut child = cmd.spawn().unwrap();
         drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
         let ignored = stderr(&out)
             .matches("is not supported by dsh and is ignored")
@@ -161,8 +161,7 @@ fn official_patch_lists_are_accepted_with_a_warning_per_entry() {
 fn overlay_env_fills_unset_variables() {
     let mut rt = Runtime::start_with("sdk", |cmd| {
         let patch = std::env::temp_dir().join(format!("dsh-env-patch-{}.yml", std::process::id()));
-        std::fs::write(&patch, "env:\n  DSH_PERMISSION_MODE: danger-full-access\n")
-            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&patch, "env:\n  DSH_PERMISSION_MODE: danger-full-access\n").unwrap();
         cmd.arg("--patch").arg(patch);
     });
     rt.initialize_echo();
@@ -192,7 +191,7 @@ fn a_bad_permission_mode_is_refused() {
         .env("DSH_HOME", "h")
         .env("DSH_PERMISSION_MODE", "yolo")
         .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("DSH_PERMISSION_MODE"));
 }

@@ -115,7 +115,7 @@ fn a_new_session_id_has_one_owner_across_runtimes() {
     );
     // B created nothing in its own project directory.
     let sessions: Vec<_> = fs::read_dir(home.join("sessions"))
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .filter_map(Result::ok)
         .map(|e| e.file_name())
         .collect();
@@ -212,11 +212,11 @@ fn a_symlink_planted_as_a_session_log_is_refused_on_resume() {
     let home = rt.dir.path().join("home");
     let location = SessionStore::new(&home)
         .locate("s-link")
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .unwrap_or_else(|| panic!("not stored"));
     let target = rt.dir.path().join("moved.jsonl");
-    fs::rename(&location.file, &target).unwrap_or_else(|e| panic!("{e}"));
-    symlink(&target, &location.file).unwrap_or_else(|e| panic!("{e}"));
+    fs::rename(&location.file, &target).unwrap();
+    symlink(&target, &location.file).unwrap();
     let before = fs::read(&target).unwrap_or_default();
     let mut again = runtime_on("sdk-minimal", &home);
     initialize(&mut again, &rt.workspace());
@@ -236,15 +236,15 @@ fn a_symlink_planted_as_a_session_log_is_refused_on_resume() {
 fn a_world_writable_dsh_home_is_reported() {
     let dir = TempDir::new("home-mode");
     let home = dir.path().join("shared-home");
-    fs::create_dir(&home).unwrap_or_else(|e| panic!("{e}"));
-    fs::set_permissions(&home, fs::Permissions::from_mode(0o777)).unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir(&home).unwrap();
+    fs::set_permissions(&home, fs::Permissions::from_mode(0o777)).unwrap();
     for profile in ["sdk", "sdk-minimal"] {
         let out = dsh(dir.path())
             .args(["--profile", profile])
             .env("DSH_HOME", &home)
             .stdin(Stdio::null())
             .output()
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             stderr.contains(&format!(
@@ -261,7 +261,7 @@ fn a_world_writable_dsh_home_is_reported() {
         .env("DSH_HOME", &fresh)
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("writable"));
     for created in [dir.path().join("a"), fresh] {
         let mode = fs::metadata(&created).map(|m| m.permissions().mode() & 0o7777);
@@ -325,7 +325,7 @@ fn resume_uses_the_initialized_workspace_and_refuses_another() {
     // A symbolic link to the workspace, and a relative spelling of it,
     // resume too; the workspace is the cwd as initialized.
     let link = first.dir.path().join("ws-link");
-    symlink(&ws, &link).unwrap_or_else(|e| panic!("{e}"));
+    symlink(&ws, &link).unwrap();
     let mut rt = runtime_on("sdk-minimal", &home);
     assert!(resume(&mut rt, &link).get("result").is_some());
     let got = rt.request(
@@ -353,7 +353,7 @@ fn a_rewritten_header_cwd_does_not_move_the_sandbox() {
     let cwd_field = format!("\"cwd\":{}", json!(ws));
     assert!(text.contains(&cwd_field));
     let rewritten = text.replacen(&cwd_field, "\"cwd\":\"/\"", 1);
-    fs::write(&log, &rewritten).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(&log, &rewritten).unwrap();
     // The header no longer matches its project directory: corrupt.
     let mut rt = runtime_on("sdk-minimal", &home);
     let resp = resume(&mut rt, &ws);
@@ -367,8 +367,8 @@ fn a_rewritten_header_cwd_does_not_move_the_sandbox() {
     // still decides, and it is not "/".
     let session_dir = log.parent().unwrap_or_else(|| panic!("no dir"));
     let root_project = home.join("sessions/--root--");
-    fs::create_dir_all(&root_project).unwrap_or_else(|e| panic!("{e}"));
-    fs::rename(session_dir, root_project.join("s-ws")).unwrap_or_else(|e| panic!("{e}"));
+    fs::create_dir_all(&root_project).unwrap();
+    fs::rename(session_dir, root_project.join("s-ws")).unwrap();
     let resp = rt.request(json!("r2"), "session/resume", json!({"sessionId": "s-ws"}));
     assert_eq!(
         error_message(&resp).map(str::to_owned),

@@ -159,8 +159,7 @@ fn pipelined_requests_are_admitted_in_arrival_order() {
 fn a_wait_in_flight_at_shutdown_is_answered_before_the_shutdown() {
     let mut rt = Runtime::start("sdk");
     let scenario = rt.workspace().join("slow.yaml");
-    std::fs::write(&scenario, "replies:\n  - text: late\n    delay_ms: 30000\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&scenario, "replies:\n  - text: late\n    delay_ms: 30000\n").unwrap();
     let ws = rt.workspace();
     let init = rt.request(
         json!(1),

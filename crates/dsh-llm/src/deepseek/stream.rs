@@ -396,7 +396,7 @@ mod tests {
             ),
             ev("message_stop", json!({"type":"message_stop"})),
         ];
-        let chunks = run(&events).unwrap_or_else(|e| panic!("{e}"));
+        let chunks = run(&events).unwrap();
         let value = serde_json::to_value(&chunks).unwrap_or_default();
         assert_eq!(
             value[2],

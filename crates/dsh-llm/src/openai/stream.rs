@@ -282,7 +282,7 @@ mod tests {
             json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
             json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}}}),
         ])
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert_eq!(
             chunks[0],
             json!({"type":"block-start","index":0,"blockType":"reasoning"})

@@ -184,7 +184,7 @@ mod tests {
         failure.provider_retry_after_ms = Millis::new(0.4);
         let json = serde_json::to_string(&failure).unwrap_or_default();
         assert!(json.ends_with(r#""providerRetryAfterMs":0.4}"#), "{json}");
-        let back: LlmFailure = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        let back: LlmFailure = serde_json::from_str(&json).unwrap();
         assert_eq!(back, failure);
         assert!(
             serde_json::from_str::<LlmFailure>(

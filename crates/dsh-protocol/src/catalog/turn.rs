@@ -48,6 +48,20 @@ pub enum TurnEndReason {
     Other,
 }
 
+impl TurnEndReason {
+    /// The reason's `kind`, or `None` for one this runtime does not know.
+    pub fn kind(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::Completed => "completed",
+            Self::MaxTokens => "max-tokens",
+            Self::Error { .. } => "error",
+            Self::Aborted { .. } => "aborted",
+            Self::Interrupted => "interrupted",
+            Self::Other => return None,
+        })
+    }
+}
+
 /// `turn/end.reason.reason` of an aborted turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]

@@ -205,7 +205,7 @@ mod tests {
 
     /// `params` serialised: as text and as the object a server receives.
     fn wire<T: Serialize>(params: &T) -> (String, JsonObject) {
-        let value = serde_json::to_value(params).unwrap_or_else(|e| panic!("{e}"));
+        let value = serde_json::to_value(params).unwrap();
         (value.to_string(), object(value))
     }
 
@@ -239,8 +239,8 @@ mod tests {
 
     #[test]
     fn initialize_defaults_an_absent_or_null_route() {
-        let params = InitializeParams::validate(object(json!({"cwd": "", "provider": null})))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let params =
+            InitializeParams::validate(object(json!({"cwd": "", "provider": null}))).unwrap();
         assert_eq!(
             wire(&params).0,
             r#"{"cwd":"","provider":"deepseek-official","model":"deepseek-v4-flash"}"#
@@ -276,7 +276,7 @@ mod tests {
             assert_eq!(message(InitializeParams::validate(p.clone())), error);
             p.insert(key.into(), fix);
         }
-        let params = InitializeParams::validate(p).unwrap_or_else(|e| panic!("{e}"));
+        let params = InitializeParams::validate(p).unwrap();
         assert_eq!(params.reasoning_effort.as_deref(), Some(" "));
         assert_eq!(params.max_tokens, Some(64));
         assert_eq!(params.model, DEFAULT_MODEL);

@@ -186,7 +186,7 @@ mod tests {
             .enumerate()
             .map(|(i, data)| event(i as u64, INBOX_SPLICED, data))
             .collect();
-        let facts = resume_facts(&events).unwrap_or_else(|e| panic!("{e}"));
+        let facts = resume_facts(&events).unwrap();
         assert_eq!(ids(&facts.inbox.next_step), ["c"]);
         assert_eq!(ids(&facts.inbox.next_turn), ["p2"]);
         let bad = [event(
@@ -215,7 +215,7 @@ mod tests {
             replace,
             event(4, USER_MESSAGE, user("d")),
         ];
-        let facts = resume_facts(&events).unwrap_or_else(|e| panic!("{e}"));
+        let facts = resume_facts(&events).unwrap();
         let seqs: Vec<u64> = facts.history.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [0, 3, 4]);
     }

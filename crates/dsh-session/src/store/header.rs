@@ -98,7 +98,7 @@ mod tests {
     fn round_trip(line: &str) {
         let header: SessionHeader =
             serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-        let again = serde_json::to_string(&header).unwrap_or_else(|e| panic!("{e}"));
+        let again = serde_json::to_string(&header).unwrap();
         assert_eq!(again, line);
     }
 

@@ -338,9 +338,9 @@ mod tests {
                 .path()
                 .join("sessions/not-a-project/c/session.v4.jsonl"),
         );
-        let a = store.locate("a").unwrap_or_else(|e| panic!("{e}"));
+        let a = store.locate("a").unwrap();
         assert_eq!(a.map(|l| l.encoding), Some(Encoding::Zstd));
-        let b = store.locate("b").unwrap_or_else(|e| panic!("{e}"));
+        let b = store.locate("b").unwrap();
         assert_eq!(b.map(|l| l.encoding), Some(Encoding::Plain));
         assert!(matches!(store.exists("lockonly"), Ok(false)));
         assert!(matches!(store.exists("c"), Ok(false)));

@@ -363,7 +363,7 @@ mod tests {
     #[test]
     fn reads_plain_lines() {
         let bytes = plain(&[HEADER.into(), event(0), event(1)]);
-        let stored = read_plain(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let stored = read_plain(&bytes).unwrap();
         assert_eq!(stored.events.len(), 2);
         assert!(!stored.torn_tail);
         assert_eq!(stored.tail, TailFix::Clean);
@@ -377,7 +377,7 @@ mod tests {
         let mut lines = vec![HEADER.to_owned()];
         lines.extend((0..9).map(event));
         lines.push(line.to_owned());
-        let stored = read_plain(&plain(&lines)).unwrap_or_else(|e| panic!("{e}"));
+        let stored = read_plain(&plain(&lines)).unwrap();
         assert_eq!(
             stored.events[9].source_event_seqs,
             Some(vec![0, 2, 3, 4, 5, 7, 8])
@@ -471,7 +471,7 @@ mod tests {
     fn plain_torn_tails() {
         let full = plain(&[HEADER.into(), event(0), event(1)]);
         let cut = full.len() - 5;
-        let stored = read_plain(&full[..cut]).unwrap_or_else(|e| panic!("{e}"));
+        let stored = read_plain(&full[..cut]).unwrap();
         assert!(stored.torn_tail);
         assert_eq!(stored.events.len(), 1);
         let line2_end = HEADER.len() + 1 + event(0).len() + 1;
@@ -482,7 +482,7 @@ mod tests {
             }
         );
         // Only the newline lost: the event is kept and the newline owed.
-        let stored = read_plain(&full[..full.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
+        let stored = read_plain(&full[..full.len() - 1]).unwrap();
         assert!(stored.torn_tail);
         assert_eq!(stored.events.len(), 2);
         assert_eq!(stored.tail, TailFix::Newline);
@@ -499,11 +499,11 @@ mod tests {
     fn zstd_frames_and_a_truncated_last_frame() {
         let first = plain(&[HEADER.into(), event(0)]);
         let second = plain(&[event(1), event(2)]);
-        let mut bytes = zstd::bulk::compress(&first, 3).unwrap_or_else(|e| panic!("{e}"));
+        let mut bytes = zstd::bulk::compress(&first, 3).unwrap();
         let first_len = bytes.len();
-        bytes.extend(zstd::bulk::compress(&second, 3).unwrap_or_else(|e| panic!("{e}")));
+        bytes.extend(zstd::bulk::compress(&second, 3).unwrap());
         let loc = location(Encoding::Zstd);
-        let stored = SessionReader::parse(&loc, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        let stored = SessionReader::parse(&loc, &bytes).unwrap();
         assert_eq!(stored.events.len(), 3);
         assert_eq!(stored.tail, TailFix::Clean);
         let whole = SessionReader::parse(&loc, &bytes[..first_len])

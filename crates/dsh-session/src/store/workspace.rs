@@ -86,11 +86,11 @@ mod tests {
 
     #[test]
     fn the_initialize_cwd_is_used_when_it_matches() {
-        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = tempfile::tempdir().unwrap();
         let ws = root.path().join("ws");
-        fs::create_dir(&ws).unwrap_or_else(|e| panic!("{e}"));
+        fs::create_dir(&ws).unwrap();
         let link = root.path().join("link");
-        symlink(&ws, &link).unwrap_or_else(|e| panic!("{e}"));
+        symlink(&ws, &link).unwrap();
         let dotted = root.path().join("ws/../ws");
         assert_eq!(check(Some(&ws), Some(&ws), &ws), Ok(ws.clone()));
         // A symlinked or unnormalised spelling of the same directory: the

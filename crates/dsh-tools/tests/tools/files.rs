@@ -73,7 +73,7 @@ async fn read_refuses_what_is_not_a_text_file() {
     let missing = fx.call("read", &read_args("nope.txt")).await;
     assert!(missing.is_error);
     assert!(text(&missing).starts_with("Error: file not found: "));
-    std::fs::create_dir_all(fx.path("dir")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(fx.path("dir")).unwrap();
     let dir = fx.call("read", &read_args("dir")).await;
     assert!(dir.is_error && text(&dir).contains("is a directory"));
     ok(

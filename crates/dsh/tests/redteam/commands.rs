@@ -12,10 +12,9 @@ fn metadata_outside_the_writable_set_cannot_change() {
     for mode in RESTRICTED {
         let out = outside();
         let victim = out.path().join("victim");
-        std::fs::write(&victim, "x").unwrap_or_else(|e| panic!("{e}"));
-        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let before = std::fs::metadata(&victim).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&victim, "x").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let before = std::fs::metadata(&victim).unwrap();
         let v = victim.display();
         let mut attack = Attack::start(mode, &[]);
         let results = attack.run(&[
@@ -44,7 +43,7 @@ fn metadata_outside_the_writable_set_cannot_change() {
         let xattrs = std::process::Command::new("python3")
             .args(["-c", &format!("import os; print(os.listxattr('{v}'))")])
             .output()
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         assert_eq!(String::from_utf8_lossy(&xattrs.stdout).trim(), "[]");
         assert!(!out.path().join("victim.moved").exists());
         assert!(!out.path().join("victim.hard").exists());
@@ -189,10 +188,7 @@ fn dsh_home_is_read_only_to_commands_even_under_tmp() {
             path.display()
         );
     }
-    let mode = std::fs::metadata(&home)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .permissions()
-        .mode();
+    let mode = std::fs::metadata(&home).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o700, "DSH_HOME keeps its mode");
 }
 
@@ -222,8 +218,8 @@ fn replacing_the_binary_does_not_unconfine_later_commands() {
     let mut attack = Attack::start_program(
         |dir| {
             let copy = dir.join("ws/venv/bin/dsh");
-            std::fs::create_dir_all(dir.join("ws/venv/bin")).unwrap_or_else(|e| panic!("{e}"));
-            std::fs::copy(env!("CARGO_BIN_EXE_dsh"), &copy).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir_all(dir.join("ws/venv/bin")).unwrap();
+            std::fs::copy(env!("CARGO_BIN_EXE_dsh"), &copy).unwrap();
             copy
         },
         &[],

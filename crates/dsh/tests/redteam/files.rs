@@ -17,10 +17,10 @@ fn file_tools_never_follow_a_link_out() {
     let ws = attack.workspace();
     let target = out.path().join("created");
     let existing = out.path().join("existing");
-    std::fs::write(&existing, "original\n").unwrap_or_else(|e| panic!("{e}"));
-    std::os::unix::fs::symlink(&target, ws.join("dangling")).unwrap_or_else(|e| panic!("{e}"));
-    std::os::unix::fs::symlink(out.path(), ws.join("dir")).unwrap_or_else(|e| panic!("{e}"));
-    std::os::unix::fs::symlink(&existing, ws.join("file")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&existing, "original\n").unwrap();
+    std::os::unix::fs::symlink(&target, ws.join("dangling")).unwrap();
+    std::os::unix::fs::symlink(out.path(), ws.join("dir")).unwrap();
+    std::os::unix::fs::symlink(&existing, ws.join("file")).unwrap();
     let results = attack.run(&[
         write("dangling", "pwned"),
         write("dir/new", "pwned"),
@@ -63,7 +63,7 @@ fn file_tools_never_follow_a_link_out() {
 fn a_swapped_directory_never_leads_a_write_outside() {
     let out = outside();
     let mut attack = Attack::start("workspace-write", &[]);
-    std::fs::create_dir_all(attack.workspace().join("d")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(attack.workspace().join("d")).unwrap();
     let swap = format!(
         "end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; do mv d d.real; ln -s '{}' d; rm d; mv d.real d; done",
         out.path().display()
@@ -77,7 +77,7 @@ fn a_swapped_directory_never_leads_a_write_outside() {
     assert!(results[0].text.contains("job"), "{}", results[0].text);
     let landed = results[1..].iter().filter(|r| !r.is_error).count();
     let leaked: Vec<_> = std::fs::read_dir(out.path())
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .flatten()
         .map(|e| e.path())
         .collect();

@@ -85,7 +85,7 @@ fn a_bad_network_setting_stops_the_launch() {
         .env("DSH_HOME", std::env::temp_dir().join("dsh-redteam-unused"))
         .env("DSH_SANDBOX_NETWORK", "maybe")
         .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr)
@@ -98,8 +98,8 @@ fn a_bad_network_setting_stops_the_launch() {
 #[test]
 fn abstract_sockets_outside_the_sandbox_are_unreachable() {
     let name = format!("dsh-redteam-{}", std::process::id());
-    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
-    let listener = UnixListener::bind_addr(&addr).unwrap_or_else(|e| panic!("{e}"));
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = UnixListener::bind_addr(&addr).unwrap();
     std::thread::spawn(move || for _ in listener.incoming() {});
     let script = format!(
         "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\0{name}'); print('reached')\" 2>&1 | tail -1"
