@@ -11,7 +11,7 @@ use dsh_protocol::catalog::{
 use dsh_session::store::ResumeFacts;
 use dsh_session::{EventLog, LogUnwritable, Message, SystemMessage, UserMessage, text_of};
 use dsh_tools::{CancellationToken, SessionTools, ToolSet};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, watch};
@@ -127,7 +127,7 @@ impl Agent {
         if let Some(err) = state.log.unwritable() {
             return Err(err);
         }
-        let message = UserMessage::new(content, json!({"kind": "user"}));
+        let message = UserMessage::prompt(content);
         let id = message.id.clone();
         let start = state.next_turn.len();
         state.event(InboxSpliced::insert(

@@ -17,7 +17,7 @@ use dsh_session::{
     text_of,
 };
 use dsh_tools::ToolOutput;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -104,17 +104,12 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         };
         let calls = {
             let mut state = inner.state();
-            let message = AssistantMessage {
-                role: Default::default(),
+            let message = AssistantMessage::from_model(
                 content,
-                source: json!({
-                    "kind": "model",
-                    "provider": inner.route.provider,
-                    "model": inner.route.model,
-                    "replayState": replay_state,
-                }),
-                id: new_message_id(),
-            };
+                &inner.route.provider,
+                &inner.route.model,
+                replay_state,
+            );
             state.emit(EventDraft::surfaced(AssistantMessageEvent {
                 turn,
                 step,
@@ -343,13 +338,9 @@ fn runtime_context(inner: &Inner, state: &State) -> RuntimeContext {
         sections.push(prose::approval_section(inner.profile.approval.as_str()));
     }
     let text = prose::context_text(&sections);
-    let sections: Vec<Value> = sections
-        .iter()
-        .map(|s| json!({"name": s.name, "text": s.text}))
-        .collect();
-    let source = json!({"kind": "runtime-context", "form": "snapshot", "sections": sections});
+    let sections = sections.iter().map(|s| (s.name, s.text.as_str()));
     RuntimeContext {
-        message: UserMessage::new(vec![text_block(text)], source),
+        message: UserMessage::runtime_context(vec![text_block(text)], sections),
     }
 }
 
@@ -378,7 +369,7 @@ mod tests {
     fn title_source_joins_blocks_and_skips_leading_whitespace() {
         let content = vec![
             text_block("  \n"),
-            json!({"type": "image"}),
+            serde_json::json!({"type": "image"}),
             text_block("  hello"),
             text_block("world "),
         ];

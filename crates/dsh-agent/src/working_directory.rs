@@ -5,7 +5,6 @@ use crate::prose;
 use crate::state::State;
 use dsh_protocol::catalog::{InboxSpliced, InboxTarget, WorkingDirectoryChange};
 use dsh_session::{UserMessage, text_block};
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// Why a working-directory change was refused (messages are the wire text).
@@ -69,12 +68,8 @@ fn change(state: &mut State, to: PathBuf) {
     let from = std::mem::replace(&mut state.cwd, to);
     let cwd = path_text(&state.cwd);
     state.event(WorkingDirectoryChange { cwd });
-    let notice = UserMessage::new(
-        vec![text_block(prose::working_directory_notice(
-            &from, &state.cwd,
-        ))],
-        json!({"kind": "working-directory"}),
-    );
+    let text = prose::working_directory_notice(&from, &state.cwd);
+    let notice = UserMessage::notice("working-directory", vec![text_block(text)]);
     let start = state.next_step.len();
     state.event(InboxSpliced::insert(
         InboxTarget::NextStep,

@@ -14,6 +14,7 @@
 
 use dsh_fake_model::FakeServer;
 use dsh_llm::scripted::Scenario;
+use dsh_protocol::catalog::{EventKind, ToolResult, TurnEnd};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -112,7 +113,7 @@ impl Drop for Runtime {
 fn turn_end(frame: &Value, session: &str) -> Option<String> {
     let event = frame.pointer("/params/event")?;
     if frame.pointer("/params/sessionId").and_then(Value::as_str) != Some(session)
-        || event["type"] != "turn/end"
+        || event["type"] != TurnEnd::KIND
     {
         return None;
     }
@@ -176,7 +177,7 @@ fn run(dsh: &Path, dir: &Path, env: &[(&str, String)], attack: &Attack) -> Figur
         if let Some(end) = turn_end(frame, "attack") {
             *ended = Some((end, started.elapsed().as_secs_f64()));
         }
-        if frame.pointer("/params/event/type") == Some(&json!("tool/result"))
+        if frame.pointer("/params/event/type") == Some(&json!(<ToolResult>::KIND))
             && frame.pointer("/params/sessionId") == Some(&json!("attack"))
         {
             let text: String = frame

@@ -64,6 +64,30 @@ impl UserMessage {
         }
     }
 
+    /// A client's prompt: `source: {"kind":"user"}`.
+    pub fn prompt(content: Vec<Value>) -> Self {
+        Self::new(content, json!({"kind": "user"}))
+    }
+
+    /// A runtime notice whose source is only its kind (`working-directory`).
+    pub fn notice(kind: &str, content: Vec<Value>) -> Self {
+        Self::new(content, json!({"kind": kind}))
+    }
+
+    /// The runtime-context snapshot: `source: {"kind":"runtime-context",
+    /// "form":"snapshot","sections":[{name, text}…]}`.
+    pub fn runtime_context<'a>(
+        content: Vec<Value>,
+        sections: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let sections: Vec<Value> = sections
+            .into_iter()
+            .map(|(name, text)| json!({"name": name, "text": text}))
+            .collect();
+        let source = json!({"kind": "runtime-context", "form": "snapshot", "sections": sections});
+        Self::new(content, source)
+    }
+
     /// `source.kind`, if any.
     pub fn source_kind(&self) -> Option<&str> {
         self.source.get("kind").and_then(Value::as_str)
@@ -106,6 +130,30 @@ pub struct AssistantMessage {
     pub source: Value,
     /// UUIDv4.
     pub id: String,
+}
+
+impl AssistantMessage {
+    /// A model's reply, with a fresh id: `source: {"kind":"model", provider,
+    /// model, replayState}` (`replayState` is `null` when the provider keeps
+    /// none).
+    pub fn from_model(
+        content: Vec<Value>,
+        provider: &str,
+        model: &str,
+        replay_state: Option<Value>,
+    ) -> Self {
+        Self {
+            role: AssistantRole::Value,
+            content,
+            source: json!({
+                "kind": "model",
+                "provider": provider,
+                "model": model,
+                "replayState": replay_state,
+            }),
+            id: new_message_id(),
+        }
+    }
 }
 
 /// A tool result: `{role, source, toolCallId, content, isError, id}`.

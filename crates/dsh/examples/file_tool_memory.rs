@@ -11,6 +11,7 @@
 //! A case whose runtime passes 2 GiB resident is killed and reported as
 //! such; a turn that does not end within 20 s is reported as hung.
 
+use dsh_protocol::catalog::{EventKind, ToolResult, TurnEnd};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -198,7 +199,7 @@ fn drive(child: &mut Child, ws_parent: &Path, scenario: &Path, calls: usize) -> 
             continue;
         };
         match event["type"].as_str() {
-            Some("tool/result") => {
+            Some(k) if k == <ToolResult>::KIND => {
                 let message = &event["data"]["message"];
                 let text: String = message["content"]
                     .as_array()
@@ -214,7 +215,7 @@ fn drive(child: &mut Child, ws_parent: &Path, scenario: &Path, calls: usize) -> 
                 };
                 results.push(format!("{kind}: {first}"));
             }
-            Some("turn/end") => {
+            Some(k) if k == TurnEnd::KIND => {
                 if results.len() < calls {
                     results.push("turn ended early".to_owned());
                 }

@@ -15,6 +15,7 @@
 //! latency, the prober's worst latencies, the most bytes the spill
 //! directory held, and what it holds after shutdown.
 
+use dsh_protocol::catalog::{EventKind, ToolResult, TurnEnd};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -149,7 +150,7 @@ fn run(dsh: &Path, base: &Path) -> Result<(), String> {
             echo = None;
         }
         if frame.pointer("/params/sessionId") == Some(&json!("attack"))
-            && frame.pointer("/params/event/type") == Some(&json!("tool/result"))
+            && frame.pointer("/params/event/type") == Some(&json!(<ToolResult>::KIND))
         {
             result_at = Some(started.elapsed());
         }
@@ -200,7 +201,7 @@ fn prompt(stdin: &mut ChildStdin, session: &str, text: &str) -> Result<(), Strin
 
 fn is_turn_end(frame: &Value, session: &str) -> bool {
     frame.pointer("/params/sessionId") == Some(&json!(session))
-        && frame.pointer("/params/event/type") == Some(&json!("turn/end"))
+        && frame.pointer("/params/event/type") == Some(&json!(TurnEnd::KIND))
 }
 
 /// Bytes of the files in `dir` (0 when it does not exist).
