@@ -69,9 +69,10 @@ impl Agent {
                 if profile.emits_policy_events() {
                     let mode = profile.permission_mode.as_str();
                     state.event(PermissionPreset { preset: mode });
-                    state.event(SandboxMode { mode });
+                    state.event(SandboxMode { mode, source: None });
                     state.event(ApprovalPolicy {
                         policy: profile.approval.as_str(),
+                        source: None,
                     });
                 }
             }

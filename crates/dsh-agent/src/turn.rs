@@ -102,7 +102,7 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 retry,
             });
         };
-        let calls = {
+        let reply = {
             let mut state = inner.state();
             let message = AssistantMessage::from_model(
                 content,
@@ -118,16 +118,20 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 stream: &stream,
             }));
             drop(stream);
-            let calls: Vec<(String, String, String)> =
-                message.content.iter().filter_map(tool_call).collect();
-            state.history.push(Arc::new(Message::Assistant(message)));
+            let message = Arc::new(Message::Assistant(message));
+            state.history.push(Arc::clone(&message));
             if finish == FinishReason::MaxTokens {
                 state.end_step(turn, step);
                 return TurnEndReason::MaxTokens;
             }
-            state.pending_calls = calls.iter().map(|(id, _, _)| (id.clone(), None)).collect();
-            calls
+            state.pending_calls = tool_calls(&message)
+                .map(|(id, _, _)| (id.to_owned(), None))
+                .collect();
+            message
         };
+        // The calls are read from the message in the history: a large
+        // argument text is not copied to run its call.
+        let calls: Vec<(&str, &str, &str)> = tool_calls(&reply).collect();
         // Calls run one after another, in model order; each result is
         // committed before the next call starts.
         for (n, (call_id, name, arguments)) in calls.iter().enumerate() {
@@ -136,9 +140,9 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 let seq = state.event(ToolCall {
                     turn,
                     step,
-                    call_id: call_id.as_str(),
-                    name: name.as_str(),
-                    arguments: arguments.as_str(),
+                    call_id,
+                    name,
+                    arguments,
                 });
                 if let Some(pending) = state.pending_calls.iter_mut().find(|(id, _)| id == call_id)
                 {
@@ -194,19 +198,27 @@ fn not_run(reason: &TurnEndReason) -> ToolOutput {
         .with_error(ToolErrorCode::SessionLogUnwritable)
 }
 
+/// The `tool-call` blocks of an assistant message, in model order.
+fn tool_calls(message: &Message) -> impl Iterator<Item = (&str, &str, &str)> {
+    let content = match message {
+        Message::Assistant(message) => &message.content[..],
+        _ => &[],
+    };
+    content.iter().filter_map(tool_call)
+}
+
 /// `(id, name, arguments)` of a `tool-call` block.
-fn tool_call(block: &Value) -> Option<(String, String, String)> {
+fn tool_call(block: &Value) -> Option<(&str, &str, &str)> {
     if block.get("type")?.as_str()? != "tool-call" {
         return None;
     }
     Some((
-        block.get("id")?.as_str()?.to_owned(),
-        block.get("name")?.as_str()?.to_owned(),
+        block.get("id")?.as_str()?,
+        block.get("name")?.as_str()?,
         block
             .get("arguments")
             .and_then(Value::as_str)
-            .unwrap_or("{}")
-            .to_owned(),
+            .unwrap_or("{}"),
     ))
 }
 

@@ -90,19 +90,25 @@ pub struct PermissionPreset<S = String> {
 }
 kind!(PermissionPreset<S>, "permission/preset");
 
-/// `sandbox/mode {mode}`.
+/// `sandbox/mode {mode, source?}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxMode<S = String> {
     /// The sandbox mode.
     pub mode: S,
+    /// Where it comes from (`delegation` for a child agent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<S>,
 }
 kind!(SandboxMode<S>, "sandbox/mode");
 
-/// `approval/policy {policy}`.
+/// `approval/policy {policy, source?}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalPolicy<S = String> {
     /// When the session asks for approval.
     pub policy: S,
+    /// Where it comes from (`delegation` for a child agent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<S>,
 }
 kind!(ApprovalPolicy<S>, "approval/policy");
 
