@@ -10,7 +10,9 @@
 //! prober, so its figures are the runtime's.
 //!
 //! `cargo build --release -p dsh && cargo run --release -p dsh-fake-model
-//! --example attacks [-- <path to dsh>]` (default `target/release/dsh`).
+//! --example attacks [-- <path to dsh> [<filter>]]` (default
+//! `target/release/dsh`; with a filter, only the attacks whose name
+//! contains it run, e.g. `"row 13"`).
 
 use dsh_fake_model::FakeServer;
 use dsh_llm::scripted::Scenario;
@@ -297,6 +299,8 @@ fn main() {
         .nth(1)
         .map_or_else(|| PathBuf::from("target/release/dsh"), PathBuf::from);
     let dsh = std::fs::canonicalize(&dsh).unwrap_or_else(|e| panic!("{}: {e}", dsh.display()));
+    let filter = std::env::args().nth(2).unwrap_or_default();
+    let chosen = |name: &str| name.contains(&filter);
     let tokio = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
     let root = std::env::temp_dir().join(format!("dsh-attacks-{}", std::process::id()));
     let hostile = |replies: Value| -> FakeServer {
@@ -330,6 +334,9 @@ fn main() {
         ),
     ];
     for (name, replies) in provider_attacks {
+        if !chosen(name) {
+            continue;
+        }
         let server = hostile(replies);
         let env = [
             ("DEEPSEEK_API_KEY", "sk-fake".to_owned()),
@@ -346,6 +353,9 @@ fn main() {
         ("row 7: web_fetch of a 400 kB <script> page", 400_000),
         ("row 7: web_fetch of a 5 MiB <script> page", 5 << 20),
     ] {
+        if !chosen(name) {
+            continue;
+        }
         let url = tokio.block_on(serve_page(script_page(bytes)));
         let scenario = root.with_extension(format!("{bytes}.json"));
         let replies = json!({"replies": [{"blocks": [{"tool_call": {"name": "web_fetch", "arguments": {"url": url}}}]}, {"text": "done"}]});
