@@ -12,6 +12,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
 
+echo "== cargo install (as a user installs it; reuses the debug build)"
+cargo install --quiet --path crates/dsh --locked --debug --root target/cargo-install --target-dir target
+target/cargo-install/bin/dsh --version
+target/cargo-install/bin/dsh headless --help | grep -q DSH_HOME
+
 echo "== python interop (official deepseek-harness-sdk drives target/debug/dsh)"
 venv="${DSH_TEST_VENV:-target/venv}"
 if [ ! -x "$venv/bin/python" ]; then

@@ -5,6 +5,34 @@ use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// The environment variables `dsh --help` and `dsh headless --help` list.
+const ENVIRONMENT: &str = "\
+Environment:
+  DSH_HOME                     Sessions, tool output and attachments (`dsh headless`: default ~/.dsh)
+  DEEPSEEK_API_KEY             Key of the deepseek-official provider
+  DEEPSEEK_BASE_URL            Its endpoint (default https://api.deepseek.com/anthropic)
+  DSH_OPENAI_BASE_URL          Endpoint of the openai-compatible provider (or OPENAI_BASE_URL)
+  DSH_OPENAI_API_KEY           Its key (or OPENAI_API_KEY)
+  DSH_PERMISSION_MODE          sdk profile: read-only, workspace-write (default) or danger-full-access
+  DSH_SYSTEM_PROMPT            sdk-minimal profile: the system prompt
+  DSH_SANDBOX_NETWORK          on (default) or off: TCP for commands run by bash
+  DSH_SANDBOX_ENV_DENY         More variables removed from commands' environment (comma-separated, PREFIX* allowed)
+  DSH_WEB_FETCH_PRIVATE        allow or deny loopback and private addresses in web_fetch
+  DSH_WEB_FETCH_MAX_BYTES      Bytes web_fetch reads (default 5 MiB)
+  DSH_WEB_FETCH_TIMEOUT_MS     Time a web_fetch call may take (default 30000)
+  DSH_FILE_MAX_BYTES           Largest file read, edit and write handle (default 64 MiB)
+  DSH_SPILL_MAX_BYTES          Saved output of one bash job (default 64 MiB)
+  DSH_SPILL_SESSION_MAX_BYTES  Saved bash output of one session (default 1 GiB)
+  DSH_KEEP_TOOL_OUTPUT         1: keep saved bash output after its session
+  DSH_MAX_REPLY_BYTES          Bytes of one provider reply (default from max_tokens)
+  DSH_MAX_ERROR_BODY_BYTES     Bytes of a provider error body read (default 64 KiB)
+  DSH_STREAM_IDLE_TIMEOUT_MS   Silence after which a provider stream fails
+  DSH_RETRY_INITIAL_MS         First back-off of a retried model attempt
+  DSH_RETRY_MAX_MS             Longest back-off
+  DSH_LOG                      Diagnostics on stderr (tracing filter, e.g. info or dsh=debug)
+
+The README's Limits table gives every bound and what happens when it is reached.";
+
 /// dsh — a native runtime for the DeepSeek Harness SDK protocol.
 ///
 /// Runs an agent runtime that speaks newline-delimited JSON-RPC 2.0 on
@@ -17,7 +45,8 @@ use std::path::PathBuf;
     version,
     propagate_version = true,
     disable_help_subcommand = true,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_long_help = ENVIRONMENT
 )]
 pub struct Cli {
     /// Profile to run: `sdk` or `sdk-minimal`.
@@ -47,7 +76,7 @@ pub enum Command {
     /// stderr; `--json` prints one NDJSON record per step. Exits 0 only if
     /// the last turn completed. `DSH_HOME` defaults to `~/.dsh`.
     // `--version` prints `dsh <version>`, as for `dsh` itself.
-    #[command(display_name = "dsh")]
+    #[command(display_name = "dsh", after_long_help = ENVIRONMENT)]
     Headless(HeadlessArgs),
 }
 

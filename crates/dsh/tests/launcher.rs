@@ -214,3 +214,55 @@ fn exit_codes_for_shutdown_eof_and_signals() {
         assert_eq!(rt.wait_exit(), Some(code), "SIG{signal}");
     }
 }
+
+/// Every environment variable the runtime's code reads (outside its unit
+/// tests), found in the sources of the shipped crates.
+fn variables_read() -> std::collections::BTreeSet<String> {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut names = std::collections::BTreeSet::new();
+    let mut dirs = vec![crates];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                // Shipped sources only: not tests, benches, examples or the test kit.
+                if !["tests", "benches", "examples", "target", "dsh-fake-model"]
+                    .contains(&name.as_str())
+                {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                for part in code.split('"').skip(1).step_by(2) {
+                    let is_var = ["DSH_", "DEEPSEEK_", "OPENAI_"]
+                        .iter()
+                        .any(|p| part.starts_with(p))
+                        && part.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+                    if is_var {
+                        names.insert(part.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn help_lists_every_environment_variable_the_runtime_reads() {
+    let dir = TempDir::new("helpenv");
+    let names = variables_read();
+    assert!(names.contains("DSH_HOME") && names.len() > 15, "{names:?}");
+    for args in [&["--help"][..], &["headless", "--help"][..]] {
+        let out = run(&dir, args, None);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| !help.contains(n.as_str()))
+            .collect();
+        assert!(missing.is_empty(), "{args:?} does not explain {missing:?}");
+    }
+}
