@@ -28,3 +28,9 @@ fi
   'deepseek-harness-sdk==0.2.1rc2' 'deepseek-harness-runtime-bin==0.2.1rc2'
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22'
 DSH_BIN="$PWD/target/debug/dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider
+
+echo "== examples (the same offline two-step tool turn from each language) and client docs"
+cargo run --quiet --locked -p dsh-client --example two_step -- target/debug/dsh
+cargo run --quiet --locked -p dsh-client --example subscribe -- target/debug/dsh >/dev/null
+DSH_BIN="$PWD/target/debug/dsh" "$venv/bin/python" examples/python/two_step.py
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --locked -p dsh-client --no-deps

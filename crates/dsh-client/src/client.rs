@@ -197,8 +197,9 @@ impl Client {
         rx.await.unwrap_or_else(|_| Err(self.closed()))
     }
 
-    /// A request with typed params, its result read as `R`.
-    pub(crate) async fn call<R: DeserializeOwned>(
+    /// Any request: `method` with typed params (the structs of
+    /// [`dsh_protocol::methods`]), its result read as `R`.
+    pub async fn call<R: DeserializeOwned>(
         &self,
         method: &str,
         params: &impl Serialize,
