@@ -3,7 +3,7 @@
 // for the offline `scripted` provider, and a /proc scan for leftover
 // processes.
 
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,8 +47,14 @@ export function childEnv(dirs) {
 
 /** Launch options for the SDK: our binary, the `sdk` profile, spawned in the workspace. */
 export function launch(dirs) {
+  const command = dshBin();
+  try {
+    accessSync(command, constants.X_OK);
+  } catch {
+    throw new Error(`dsh binary not found or not executable at ${command} (cargo build -p dsh, or set DSH_BIN)`);
+  }
   return {
-    command: dshBin(),
+    command,
     args: ['--profile', 'sdk'],
     cwd: dirs.workspace,
     env: childEnv(dirs),
