@@ -29,6 +29,29 @@ fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22'
 DSH_BIN="$PWD/target/debug/dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider
 
+# --- TypeScript interop: the official @deepseek-ai/dsh-sdk-client drives target/debug/dsh.
+# Node and npm come from Debian packages when missing (as root); otherwise the
+# tests are skipped with the reason, and under CI (CI set) that is a failure.
+echo "== typescript interop (official @deepseek-ai/dsh-sdk-client drives target/debug/dsh)"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "node or npm missing: installing the Debian packages nodejs and npm"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; } ||
+      echo "apt-get could not install nodejs and npm" >&2
+  fi
+fi
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  dsh_bin="$PWD/target/debug/dsh"
+  (cd tests/ts && npm ci --legacy-peer-deps --no-audit --no-fund --loglevel=error && DSH_BIN="$dsh_bin" node --test)
+  (cd examples/typescript && npm ci --legacy-peer-deps --no-audit --no-fund --loglevel=error && DSH_BIN="$dsh_bin" node two_step.mjs)
+else
+  echo "!! TypeScript interop tests SKIPPED: node and npm are not installed and could not be installed" \
+    "(needs root and apt-get; or install Node >= 18 with npm yourself)" >&2
+  if [ -n "${CI:-}" ]; then
+    echo "!! CI must run the TypeScript interop tests: failing" >&2
+    exit 1
+  fi
+fi
 echo "== examples (the same offline two-step tool turn from each language) and client docs"
 cargo run --quiet --locked -p dsh-client --example two_step -- target/debug/dsh
 cargo run --quiet --locked -p dsh-client --example subscribe -- target/debug/dsh >/dev/null
