@@ -81,7 +81,7 @@ fn resume(mode: &str, home: &Path) -> Result<(), Box<dyn std::error::Error>> {
     };
     let elapsed = started.elapsed().as_secs_f64();
     println!(
-        "{mode:>6}: {elapsed:6.2} s, peak RSS {:7.1} MiB (at start {:.1} MiB), RSS holding the facts {:7.1} MiB; {history} history messages, {closers} closers",
+        "{mode:>6}: {elapsed:6.2} s, peak RSS {:7.1} MiB (at start {:.1} MiB), RSS holding the facts {:7.1} MiB; {history} history messages (read: events), {closers} closers",
         status_kib("VmHWM") as f64 / 1024.0,
         before as f64 / 1024.0,
         status_kib("VmRSS") as f64 / 1024.0,

@@ -782,4 +782,79 @@ mod tests {
             Err(StoreError::Corrupt { .. })
         ));
     }
+
+    #[test]
+    fn lines_and_frames_longer_than_a_read_chunk() {
+        let long = format!(
+            r#"{{"type":"x","seq":1,"time":1,"data":{{"text":"{}"}}}}"#,
+            "y".repeat(3 * CHUNK)
+        );
+        let lines = [HEADER.to_owned(), event(0), long, event(2)];
+        let bytes = plain(&lines);
+        let stored = read_plain(&bytes).unwrap();
+        assert_eq!(stored.events.len(), 3);
+        assert_eq!(
+            stored.events[1].data["text"].as_str().map(str::len),
+            Some(3 * CHUNK)
+        );
+        assert_eq!(stored.tail, TailFix::Clean);
+        // Torn inside the long line: cut after the line before it.
+        let cut = HEADER.len() + event(0).len() + 2 + CHUNK;
+        let stored = read_plain(&bytes[..cut]).unwrap();
+        assert_eq!(stored.events.len(), 1);
+        let kept = (HEADER.len() + event(0).len() + 2) as u64;
+        assert_eq!(stored.tail, TailFix::Truncate { len: kept });
+        // zstd: one frame decoding to several chunks, then a torn one.
+        let first = zstd::bulk::compress(&bytes, 3).unwrap();
+        let mut framed = first.clone();
+        framed.extend(zstd::bulk::compress(&plain(&[event(3)]), 3).unwrap());
+        let loc = location(Encoding::Zstd);
+        let stored = SessionReader::parse(&loc, &framed).unwrap();
+        assert_eq!(stored.events.len(), 4);
+        let stored = SessionReader::parse(&loc, &framed[..framed.len() - 2]).unwrap();
+        assert!(stored.torn_tail);
+        assert_eq!(stored.file_len, framed.len() as u64 - 2);
+        assert_eq!(
+            stored.tail,
+            TailFix::Truncate {
+                len: first.len() as u64
+            }
+        );
+    }
+
+    #[test]
+    fn a_cut_inside_whole_frames_rewrites_from_the_start() {
+        // A complete frame ending inside a line, then a truncated frame
+        // without a newline: the kept text starts in the first frame.
+        let text = plain(&[HEADER.into(), event(0)]);
+        let mut bytes = zstd::bulk::compress(&[&text[..], b"{\"type\""].concat(), 3).unwrap();
+        let second = zstd::bulk::compress(b":\"turn/st", 3).unwrap();
+        bytes.extend_from_slice(&second[..second.len() - 1]);
+        let stored = SessionReader::parse(&location(Encoding::Zstd), &bytes).unwrap();
+        assert!(stored.torn_tail);
+        assert_eq!(stored.events.len(), 1);
+        assert_eq!(
+            stored.tail,
+            TailFix::Rewrite {
+                keep: 0,
+                salvaged: text
+            }
+        );
+    }
+
+    #[test]
+    fn read_each_visits_what_read_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let loc = SessionLocation::new("s", dir.path().to_path_buf(), Encoding::Plain);
+        let bytes = plain(&[HEADER.into(), event(0), event(1), "{\"ty".into()]);
+        std::fs::write(&loc.file, &bytes[..bytes.len() - 1]).unwrap();
+        let mut seen = Vec::new();
+        let log = SessionReader::read_each(&loc, |e| seen.push(e)).unwrap();
+        let stored = SessionReader::read(&loc).unwrap();
+        assert_eq!(seen, stored.events);
+        assert_eq!((log.next_seq, log.last_time), (2, Some(101)));
+        assert_eq!(log.torn_tail, stored.torn_tail);
+        assert_eq!(log.tail, stored.tail);
+        assert_eq!(log.file_len, stored.file_len);
+    }
 }

@@ -78,3 +78,70 @@ impl ResumeScan {
         (facts, self.tail.closers(now_ms))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{repair_closers, resume_facts};
+    use serde_json::{Value, json};
+
+    fn event(seq: u64, kind: &str, data: Value) -> SessionEvent {
+        SessionEvent {
+            kind: kind.to_owned(),
+            seq,
+            time: 100 + seq,
+            data,
+            source_event_seqs: None,
+            surface_op: None,
+            ignorable: None,
+        }
+    }
+
+    fn scanned(events: &[SessionEvent]) -> (Result<ResumeFacts, StoreError>, Vec<Value>) {
+        let mut scan = ResumeScan::new();
+        for event in events {
+            scan.push(event);
+        }
+        let (facts, closers) = scan.finish(7);
+        (
+            facts,
+            closers.iter().map(|d| json!([d.time, d.data])).collect(),
+        )
+    }
+
+    #[test]
+    fn the_scan_gives_what_the_list_functions_give() {
+        let call = json!({"type": "tool-call", "id": "c1", "name": "bash", "arguments": "{}"});
+        let assistant =
+            json!({"role": "assistant", "content": [call], "source": {"kind": "model"}, "id": "a"});
+        let user = json!({"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}, "role": "user", "id": "u"});
+        let mut events = vec![
+            event(0, "turn/start", json!({"turn": 2})),
+            event(1, "step/start", json!({"turn": 2, "step": 1})),
+            event(2, "user/message", user),
+            event(
+                3,
+                "assistant/message",
+                json!({"turn": 2, "step": 1, "message": assistant, "stream": []}),
+            ),
+        ];
+        let (facts, closers) = scanned(&events);
+        assert_eq!(facts.ok(), resume_facts(&events).ok());
+        let listed: Vec<Value> = repair_closers(&events, 7)
+            .iter()
+            .map(|d| json!([d.time, d.data]))
+            .collect();
+        assert_eq!(closers, listed);
+        assert_eq!(closers.len(), 4);
+        // An event that does not fit its type: the facts report it, the
+        // repair still closes the turn.
+        events.push(event(4, "turn/start", json!({"turn": "x"})));
+        let (facts, closers) = scanned(&events);
+        let err = facts.err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(
+            Some(err),
+            resume_facts(&events).err().map(|e| e.to_string())
+        );
+        assert_eq!(closers.len(), 4);
+    }
+}
