@@ -6,7 +6,7 @@ use dsh_agent::{Agent, AgentConfig, Profile, Start};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
 use dsh_protocol::{FrameWriter, Outgoing, RequestId};
 use dsh_session::store::{
-    Encoding, ResumeFacts, SessionHeader, SessionStore, SessionWriter, repair_closers, resume_facts,
+    Encoding, ResumeFacts, ResumeScan, SessionHeader, SessionStore, SessionWriter,
 };
 use dsh_session::{EventLog, EventObserver, now_ms};
 use dsh_tools::ToolSet;
@@ -257,27 +257,35 @@ fn read_stored(store: &SessionStore, id: &str, cwd: &Path) -> Result<Resumed, Rp
     let location = store
         .locate(id)?
         .ok_or_else(|| RpcError::NotFound(id.to_owned()))?;
-    // Lock and read, then check the workspace before anything is written:
-    // a refusal drops the lock and leaves the log as it was.
-    let locked = SessionWriter::lock_stored(&location)?;
+    // Lock and read (each event into the scan: the log is never held
+    // whole), then check the workspace before anything is written: a
+    // refusal drops the lock and leaves the log as it was.
+    let mut scan = ResumeScan::new();
+    let locked = SessionWriter::lock_each(&location, |event| scan.push(&event))?;
     let workspace = locked.workspace(cwd)?;
     let (mut writer, stored) = locked.into_writer()?;
-    let mut events = stored.events;
-    let mut next_seq = events.last().map_or(0, |e| e.seq + 1);
-    for closer in repair_closers(&events, now_ms()) {
+    let (facts, closers) = scan.finish(now_ms());
+    let mut next_seq = stored.next_seq;
+    let mut last_time = stored.last_time.unwrap_or(0);
+    let mut appended = Vec::with_capacity(closers.len());
+    for closer in closers {
         let event = closer.into_event(next_seq, now_ms());
         writer.append_event(&event)?;
-        events.push(
+        appended.push(
             event
                 .to_raw()
                 .map_err(|err| RpcError::Internal(err.to_string()))?,
         );
+        last_time = event.time;
         next_seq += 1;
     }
     writer.flush()?;
     writer.sync()?;
-    let facts = resume_facts(&events)?;
-    let last_time = events.last().map_or(0, |e| e.time);
+    // The closers' tool results join the history.
+    let mut facts = facts?;
+    for event in &appended {
+        facts.push(event)?;
+    }
     Ok(Resumed {
         writer,
         facts,

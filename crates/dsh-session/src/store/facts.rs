@@ -102,41 +102,57 @@ pub(crate) fn typed(event: &SessionEvent) -> Result<Event, StoreError> {
     })
 }
 
+impl ResumeFacts {
+    /// Adds the next event of the log (in seq order), or says why it does
+    /// not fit its type.
+    pub fn push(&mut self, event: &SessionEvent) -> Result<(), StoreError> {
+        let typed = typed(event)?;
+        self.apply(event, typed)
+    }
+
+    /// Adds `event`, whose payload is `typed`.
+    pub(crate) fn apply(&mut self, event: &SessionEvent, typed: Event) -> Result<(), StoreError> {
+        match typed {
+            Event::TurnStart(start) => self.last_turn = start.turn.into(),
+            Event::SessionTitle(_) => self.has_title = true,
+            Event::WorkingDirectoryChange(change) => self.cwd = Some(change.cwd),
+            Event::InboxSpliced(spliced) => splice(&mut self.inbox, spliced),
+            Event::SystemMessage(system) => {
+                self.last_system = Some(system.message.clone());
+                surface(&mut self.history, event, Message::System(system.message))?;
+            }
+            Event::UserMessage(message) => {
+                if message.source_kind() == Some("runtime-context") {
+                    self.last_runtime_context = Some(message.clone());
+                }
+                surface(&mut self.history, event, Message::User(message))?;
+            }
+            Event::AssistantMessage(assistant) => {
+                surface(
+                    &mut self.history,
+                    event,
+                    Message::Assistant(assistant.message),
+                )?;
+            }
+            Event::ToolResult(result) => {
+                surface(&mut self.history, event, Message::Tool(result.message))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 /// Rebuilds the [`ResumeFacts`] of a stored log (repair closers included or
-/// not: they add no messages but the interrupted tool results).
+/// not: they add no messages but the interrupted tool results), event by
+/// event through [`ResumeFacts::push`].
 ///
 /// `developer/message` events (tool registry changes, ◆) are not part of
 /// the history returned here.
 pub fn resume_facts(events: &[SessionEvent]) -> Result<ResumeFacts, StoreError> {
     let mut facts = ResumeFacts::default();
     for event in events {
-        match typed(event)? {
-            Event::TurnStart(start) => facts.last_turn = start.turn.into(),
-            Event::SessionTitle(_) => facts.has_title = true,
-            Event::WorkingDirectoryChange(change) => facts.cwd = Some(change.cwd),
-            Event::InboxSpliced(spliced) => splice(&mut facts.inbox, spliced),
-            Event::SystemMessage(system) => {
-                facts.last_system = Some(system.message.clone());
-                surface(&mut facts.history, event, Message::System(system.message))?;
-            }
-            Event::UserMessage(message) => {
-                if message.source_kind() == Some("runtime-context") {
-                    facts.last_runtime_context = Some(message.clone());
-                }
-                surface(&mut facts.history, event, Message::User(message))?;
-            }
-            Event::AssistantMessage(assistant) => {
-                surface(
-                    &mut facts.history,
-                    event,
-                    Message::Assistant(assistant.message),
-                )?;
-            }
-            Event::ToolResult(result) => {
-                surface(&mut facts.history, event, Message::Tool(result.message))?;
-            }
-            _ => {}
-        }
+        facts.push(event)?;
     }
     Ok(facts)
 }

@@ -10,8 +10,10 @@
 //! * [`SessionReader`] / [`StoredSession`]: reading a log back, torn tails,
 //!   corruption, `sourceEventSeqs` runs.
 //! * [`repair_closers`] / [`resume_facts`]: the closers resume appends to an
-//!   interrupted turn, and the facts resume rebuilds from a log.
-//! * [`LockedSession`] / [`resume_workspace`]: a stored session read under
+//!   interrupted turn, and the facts resume rebuilds from a log;
+//!   [`ResumeScan`] builds both event by event, for
+//!   [`SessionReader::read_each`] (a log streamed, not held).
+//! * [`LockedSession`] / [`LockedLog`] / [`resume_workspace`]: a stored session read under
 //!   its lock before anything is written, and the check of the workspace it
 //!   resumes in.
 //!
@@ -53,6 +55,7 @@ mod lock;
 mod locked;
 mod reader;
 mod repair;
+mod scan;
 mod workspace;
 mod writer;
 
@@ -62,9 +65,10 @@ pub use error::StoreError;
 pub use facts::{HistoryEntry, PendingInbox, ResumeFacts, resume_facts};
 pub use header::{FORMAT_VERSION, HeaderType, SessionHeader};
 pub use layout::{Encoding, LOCK_FILE, PLAIN_FILE, SessionLocation, SessionStore, ZSTD_FILE};
-pub use locked::LockedSession;
+pub use locked::{LockedLog, LockedSession};
 pub use names::{NO_CWD_DIR, encode_session_id, project_key};
-pub use reader::{SessionReader, StoredSession};
+pub use reader::{SessionReader, StoredLog, StoredSession};
 pub use repair::repair_closers;
+pub use scan::ResumeScan;
 pub use workspace::resume_workspace;
 pub use writer::SessionWriter;

@@ -7,9 +7,8 @@ use crate::private_fs::open_file;
 use dsh_protocol::catalog::SessionEvent;
 use dsh_protocol::lenient;
 use serde_json::Value;
-use std::borrow::Cow;
 use std::fs::OpenOptions;
-use std::io::Read;
+use std::io::{Cursor, ErrorKind, Read, Seek};
 use std::path::{Path, PathBuf};
 use zstd::stream::raw::{Decoder, Operation};
 
@@ -30,7 +29,36 @@ pub struct StoredSession {
     pub(crate) tail: TailFix,
 }
 
+/// A session log as read by [`SessionReader::read_each`]: everything but
+/// its events, which went to the visitor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredLog {
+    /// Line 1.
+    pub header: SessionHeader,
+    /// The seq the next appended event gets (the number of events).
+    pub next_seq: u64,
+    /// The `time` of the last event (`None` without events).
+    pub last_time: Option<u64>,
+    /// As [`StoredSession::torn_tail`].
+    pub torn_tail: bool,
+    pub(crate) file: PathBuf,
+    pub(crate) file_len: u64,
+    pub(crate) tail: TailFix,
+}
+
 impl StoredSession {
+    /// The log `log` with its `events`.
+    fn new(log: StoredLog, events: Vec<SessionEvent>) -> Self {
+        Self {
+            header: log.header,
+            events,
+            torn_tail: log.torn_tail,
+            file: log.file,
+            file_len: log.file_len,
+            tail: log.tail,
+        }
+    }
+
     /// The seq the next appended event gets.
     pub fn next_seq(&self) -> u64 {
         self.events.len() as u64
@@ -93,74 +121,162 @@ impl SessionReader {
     /// Reads the whole log at `location` (a regular file owned by the
     /// runtime, opened without following a symbolic link).
     pub fn read(location: &SessionLocation) -> Result<StoredSession, StoreError> {
-        let mut file = open_file(LOG_WHAT, &location.file, OpenOptions::new().read(true))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| StoreError::io("read", &location.file, e))?;
-        Self::parse(location, &bytes)
+        let mut events = Vec::new();
+        let log = Self::read_each(location, |event| events.push(event))?;
+        Ok(StoredSession::new(log, events))
+    }
+
+    /// Reads the log at `location` as [`read`](Self::read) does, handing
+    /// each complete event to `visit` in seq order instead of keeping it:
+    /// memory stays bounded by the longest line (plain) or the largest
+    /// frame (zstd), however long the log. The checks are the same, so is
+    /// the error; on an error the events already visited are to be
+    /// discarded (the log is corrupt).
+    pub fn read_each(
+        location: &SessionLocation,
+        visit: impl FnMut(SessionEvent),
+    ) -> Result<StoredLog, StoreError> {
+        let file = open_file(LOG_WHAT, &location.file, OpenOptions::new().read(true))?;
+        scan(location, file, visit)
     }
 
     /// Parses the bytes of the log at `location` (as read from its file).
     pub fn parse(location: &SessionLocation, bytes: &[u8]) -> Result<StoredSession, StoreError> {
-        let file = location.file.as_path();
-        let (text, frames) = match location.encoding {
-            Encoding::Plain => (Cow::Borrowed(bytes), None),
-            Encoding::Zstd => {
-                let (text, frames) = decode_frames(file, bytes)?;
-                (Cow::Owned(text), Some(frames))
-            }
-        };
-        let mut lines = Lines::new(file, &location.id);
-        let mut segments = text.split(|byte| *byte == b'\n');
-        // What follows the last `\n` (empty when the text ends with one).
-        let fragment = segments.next_back().unwrap_or_default();
-        for line in segments {
-            lines.parse_line(line)?;
-        }
-        // Whether the end of the text may be the remains of a torn write:
-        // always for plain logs, for zstd only after a truncated frame.
-        let tearable = frames.as_ref().is_none_or(|f| f.partial);
-        let fragment_kept = !fragment.is_empty() && lines.parse_fragment(fragment, tearable)?;
-        let torn_tail = !fragment.is_empty() || frames.as_ref().is_some_and(|f| f.partial);
-        let start = text.len() - fragment.len();
-        let tail = tail_fix(frames.as_ref(), &text, start, fragment_kept);
-        let Some(header) = lines.header else {
-            return Err(StoreError::corrupt(
-                file,
-                1,
-                "missing session header (the log is empty or its first write was torn)",
-            ));
-        };
-        Ok(StoredSession {
-            header,
-            events: lines.events,
-            torn_tail,
-            file: file.to_path_buf(),
-            file_len: bytes.len() as u64,
-            tail,
-        })
+        let mut events = Vec::new();
+        let log = scan(location, Cursor::new(bytes), |event| events.push(event))?;
+        Ok(StoredSession::new(log, events))
     }
 }
 
-/// What must be done to the file before appending, given where its
-/// trailing fragment starts in the (decompressed) `text` and whether that
-/// fragment was kept as an event.
-fn tail_fix(frames: Option<&Frames>, text: &[u8], start: usize, fragment_kept: bool) -> TailFix {
-    let complete = start == text.len();
-    match frames {
+/// Bytes read from the log file at a time.
+const CHUNK: usize = 1 << 16;
+
+/// Reads the log in `source` (the bytes of the log at `location`),
+/// visiting its events.
+fn scan<R: Read + Seek>(
+    location: &SessionLocation,
+    mut source: R,
+    visit: impl FnMut(SessionEvent),
+) -> Result<StoredLog, StoreError> {
+    let file = location.file.as_path();
+    let mut text = Text::new(Lines::new(file, &location.id, visit));
+    let mut input = Input::new(&mut source, file);
+    let frames = match location.encoding {
+        Encoding::Plain => {
+            while let Some(chunk) = input.fill()? {
+                let len = chunk.len();
+                text.feed(chunk);
+                input.consume(len);
+            }
+            None
+        }
+        Encoding::Zstd => {
+            text.framed = true;
+            let mut out = |out: &[u8], frame_ended| {
+                text.feed(out);
+                if frame_ended {
+                    text.since_frame.clear();
+                }
+            };
+            Some(decode_frames(file, &mut input, &mut out)?)
+        }
+    };
+    input.drain()?;
+    let file_len = input.read;
+    let Text {
+        mut lines,
+        partial: fragment,
+        len: text_len,
+        since_frame,
+        ..
+    } = text;
+    if let Some(err) = lines.error.take() {
+        return Err(err);
+    }
+    // Whether the end of the text may be the remains of a torn write:
+    // always for plain logs, for zstd only after a truncated frame.
+    let tearable = frames.as_ref().is_none_or(|f| f.partial);
+    let fragment_kept = !fragment.is_empty() && lines.parse_fragment(&fragment, tearable)?;
+    let torn_tail = !fragment.is_empty() || frames.as_ref().is_some_and(|f| f.partial);
+    let start = text_len - fragment.len() as u64;
+    let ends = TextEnd {
+        len: text_len,
+        start,
+        fragment_kept,
+        since_frame: &since_frame,
+    };
+    let tail = tail_fix(frames.as_ref(), &ends, || {
+        // The rare cut inside whole frames: decode the kept text again.
+        source
+            .rewind()
+            .map_err(|e| StoreError::io("read", file, e))?;
+        let mut input = Input::new(&mut source, file);
+        let mut prefix = Vec::new();
+        decode_frames(file, &mut input, &mut |out: &[u8], _| {
+            prefix.extend_from_slice(out);
+        })?;
+        Ok(prefix)
+    })?;
+    let Some(header) = lines.header else {
+        return Err(StoreError::corrupt(
+            file,
+            1,
+            "missing session header (the log is empty or its first write was torn)",
+        ));
+    };
+    Ok(StoredLog {
+        header,
+        next_seq: lines.next_seq,
+        last_time: lines.last_time,
+        torn_tail,
+        file: file.to_path_buf(),
+        file_len,
+        tail,
+    })
+}
+
+/// Where the (decompressed) text of a log ends.
+struct TextEnd<'a> {
+    /// Its length.
+    len: u64,
+    /// Where its trailing fragment (after the last `\n`) starts.
+    start: u64,
+    /// Whether that fragment was kept as an event.
+    fragment_kept: bool,
+    /// The text after the last complete zstd frame.
+    since_frame: &'a [u8],
+}
+
+/// What must be done to the file before appending, given where the text
+/// ends; `prefix` decodes the text of whole frames again for the rare cut
+/// inside them.
+fn tail_fix(
+    frames: Option<&Frames>,
+    end: &TextEnd<'_>,
+    prefix: impl FnOnce() -> Result<Vec<u8>, StoreError>,
+) -> Result<TailFix, StoreError> {
+    let complete = end.start == end.len;
+    Ok(match frames {
         None | Some(Frames { partial: false, .. }) if complete => TailFix::Clean,
-        None | Some(Frames { partial: false, .. }) if fragment_kept => TailFix::Newline,
-        None => TailFix::Truncate { len: start as u64 },
+        None | Some(Frames { partial: false, .. }) if end.fragment_kept => TailFix::Newline,
+        None => TailFix::Truncate { len: end.start },
         Some(frames) => {
-            let keep_end = if fragment_kept { text.len() } else { start };
-            let (keep, from) = if keep_end >= frames.complete_out {
-                (frames.complete_end as u64, frames.complete_out)
+            let keep_end = if end.fragment_kept {
+                end.len
+            } else {
+                end.start
+            };
+            let (keep, mut salvaged) = if keep_end >= frames.complete_out {
+                let kept = usize::try_from(keep_end - frames.complete_out)
+                    .map_or(end.since_frame, |n| &end.since_frame[..n]);
+                (frames.complete_end, kept.to_vec())
             } else {
                 // The cut falls inside whole frames: re-encode everything.
-                (0, 0)
+                let mut text = prefix()?;
+                text.truncate(usize::try_from(keep_end).unwrap_or(usize::MAX));
+                (0, text)
             };
-            let mut salvaged = text[from..keep_end].to_vec();
-            if fragment_kept {
+            if end.fragment_kept {
                 salvaged.push(b'\n');
             }
             if salvaged.is_empty() {
@@ -169,7 +285,7 @@ fn tail_fix(frames: Option<&Frames>, text: &[u8], start: usize, fragment_kept: b
                 TailFix::Rewrite { keep, salvaged }
             }
         }
-    }
+    })
 }
 
 /// Whether `bytes` is one complete JSON value.
@@ -177,78 +293,209 @@ fn is_json(bytes: &[u8]) -> bool {
     serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
+/// The log file, read [`CHUNK`] bytes at a time.
+struct Input<'a, R> {
+    source: &'a mut R,
+    file: &'a Path,
+    buf: Vec<u8>,
+    /// The unconsumed bytes are `buf[pos..end]`.
+    pos: usize,
+    end: usize,
+    /// Bytes read from the file so far.
+    read: u64,
+}
+
+impl<'a, R: Read> Input<'a, R> {
+    fn new(source: &'a mut R, file: &'a Path) -> Self {
+        Self {
+            source,
+            file,
+            buf: vec![0; CHUNK],
+            pos: 0,
+            end: 0,
+            read: 0,
+        }
+    }
+
+    /// The unconsumed bytes, reading more when there are none; `None` at
+    /// the end of the file.
+    fn fill(&mut self) -> Result<Option<&[u8]>, StoreError> {
+        if self.pos == self.end {
+            let n = loop {
+                match self.source.read(&mut self.buf) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Err(StoreError::io("read", self.file, e)),
+                }
+            };
+            self.read += n as u64;
+            self.pos = 0;
+            self.end = n;
+        }
+        Ok((self.pos < self.end).then(|| &self.buf[self.pos..self.end]))
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n;
+    }
+
+    /// Reads (and drops) the rest of the file, counting its bytes.
+    fn drain(&mut self) -> Result<(), StoreError> {
+        self.pos = self.end;
+        while self.fill()?.is_some() {
+            self.pos = self.end;
+        }
+        Ok(())
+    }
+}
+
+/// The decompressed text of a log, split into lines as it arrives.
+struct Text<'a, V> {
+    lines: Lines<'a, V>,
+    /// The text after the last `\n` so far.
+    partial: Vec<u8>,
+    /// Bytes of text so far.
+    len: u64,
+    /// The text since the last complete zstd frame ended.
+    since_frame: Vec<u8>,
+    /// Whether [`since_frame`](Self::since_frame) is kept (zstd).
+    framed: bool,
+}
+
+impl<'a, V: FnMut(SessionEvent)> Text<'a, V> {
+    fn new(lines: Lines<'a, V>) -> Self {
+        Self {
+            lines,
+            partial: Vec::new(),
+            len: 0,
+            since_frame: Vec::new(),
+            framed: false,
+        }
+    }
+
+    /// Takes the next bytes of text: each line completed is parsed (until
+    /// one fails: the rest is only counted, an undecodable frame after it
+    /// being the error reported).
+    fn feed(&mut self, mut chunk: &[u8]) {
+        self.len += chunk.len() as u64;
+        if self.framed {
+            self.since_frame.extend_from_slice(chunk);
+        }
+        while let Some(at) = memchr::memchr(b'\n', chunk) {
+            let (line, rest) = (&chunk[..at], &chunk[at + 1..]);
+            if self.partial.is_empty() {
+                self.lines.take(line);
+            } else {
+                self.partial.extend_from_slice(line);
+                self.lines.take(&self.partial);
+                self.partial.clear();
+            }
+            chunk = rest;
+        }
+        self.partial.extend_from_slice(chunk);
+    }
+}
+
 /// Where the complete frames of a zstd log end.
 struct Frames {
     /// File offset after the last complete frame.
-    complete_end: usize,
+    complete_end: u64,
     /// Decompressed bytes produced by the complete frames.
-    complete_out: usize,
+    complete_out: u64,
     /// Whether a truncated frame follows them.
     partial: bool,
 }
 
-/// Decompresses concatenated frames; a truncated final frame contributes
-/// what could be decoded from it.
-fn decode_frames(file: &Path, bytes: &[u8]) -> Result<(Vec<u8>, Frames), StoreError> {
+/// Decompresses concatenated frames from `input` into `out`; a truncated
+/// final frame contributes what could be decoded from it.
+fn decode_frames<R: Read>(
+    file: &Path,
+    input: &mut Input<'_, R>,
+    out: &mut impl FnMut(&[u8], bool),
+) -> Result<Frames, StoreError> {
     let mut decoder = Decoder::new().map_err(|e| StoreError::io("start decoding", file, e))?;
-    let mut out = Vec::with_capacity(bytes.len().saturating_mul(4));
-    let mut chunk = vec![0u8; 1 << 16];
-    let mut pos = 0;
+    let mut chunk = vec![0u8; CHUNK];
+    let mut pos = 0u64;
+    let mut written = 0u64;
+    let mut newlines = 0usize;
     let mut complete_end = 0;
     let mut complete_out = 0;
     loop {
-        let status = decoder
-            .run_on_buffers(&bytes[pos..], &mut chunk)
-            .map_err(|e| {
-                let line = 1 + out.iter().filter(|b| **b == b'\n').count();
-                StoreError::corrupt(
-                    file,
-                    line,
-                    format!("undecodable zstd frame at byte {complete_end}: {e}"),
-                )
-            })?;
-        pos += status.bytes_read;
-        out.extend_from_slice(&chunk[..status.bytes_written]);
-        if status.remaining == 0 {
+        let bytes = input.fill()?.unwrap_or_default();
+        let status = decoder.run_on_buffers(bytes, &mut chunk).map_err(|e| {
+            StoreError::corrupt(
+                file,
+                1 + newlines,
+                format!("undecodable zstd frame at byte {complete_end}: {e}"),
+            )
+        })?;
+        input.consume(status.bytes_read);
+        pos += status.bytes_read as u64;
+        let produced = &chunk[..status.bytes_written];
+        written += produced.len() as u64;
+        newlines += memchr::memchr_iter(b'\n', produced).count();
+        let frame_ended = status.remaining == 0;
+        out(produced, frame_ended);
+        let at_end = input.fill()?.is_none();
+        if frame_ended {
             // A frame ended (and its output is flushed).
             complete_end = pos;
-            complete_out = out.len();
-            if pos == bytes.len() {
+            complete_out = written;
+            if at_end {
                 break;
             }
             continue;
         }
         let output_full = status.bytes_written == chunk.len();
         let stuck = status.bytes_read == 0 && status.bytes_written == 0;
-        if (pos == bytes.len() && !output_full) || stuck {
+        if (at_end && !output_full) || stuck {
             break;
         }
     }
-    let frames = Frames {
+    let partial = input.fill()?.is_some() || complete_end < pos;
+    Ok(Frames {
         complete_end,
         complete_out,
-        partial: complete_end < bytes.len(),
-    };
-    Ok((out, frames))
+        partial,
+    })
 }
 
 /// Line-by-line state of a read.
-struct Lines<'a> {
+struct Lines<'a, V> {
     file: &'a Path,
     id: &'a str,
     line: usize,
     header: Option<SessionHeader>,
-    events: Vec<SessionEvent>,
+    /// The seq the next event must have.
+    next_seq: u64,
+    /// The `time` of the last event.
+    last_time: Option<u64>,
+    /// The first line that failed: nothing after it is parsed.
+    error: Option<StoreError>,
+    visit: V,
 }
 
-impl<'a> Lines<'a> {
-    fn new(file: &'a Path, id: &'a str) -> Self {
+impl<'a, V: FnMut(SessionEvent)> Lines<'a, V> {
+    fn new(file: &'a Path, id: &'a str, visit: V) -> Self {
         Self {
             file,
             id,
             line: 0,
             header: None,
-            events: Vec::new(),
+            next_seq: 0,
+            last_time: None,
+            error: None,
+            visit,
+        }
+    }
+
+    /// A complete line (its `\n` seen): parsed unless an earlier one
+    /// failed.
+    fn take(&mut self, line: &[u8]) {
+        if self.error.is_none()
+            && let Err(err) = self.parse_line(line)
+        {
+            self.error = Some(err);
         }
     }
 
@@ -264,7 +511,7 @@ impl<'a> Lines<'a> {
         }
     }
 
-    /// Parses the next line: the header first, then events.
+    /// Parses the next line: the header first, then events (visited).
     fn parse_line(&mut self, line: &[u8]) -> Result<(), StoreError> {
         self.line += 1;
         if self.header.is_none() {
@@ -272,7 +519,9 @@ impl<'a> Lines<'a> {
             self.header = Some(header);
         } else {
             let event = self.parse_event(line)?;
-            self.events.push(event);
+            self.next_seq += 1;
+            self.last_time = Some(event.time);
+            (self.visit)(event);
         }
         Ok(())
     }
@@ -311,7 +560,7 @@ impl<'a> Lines<'a> {
     fn parse_event(&self, line: &[u8]) -> Result<SessionEvent, StoreError> {
         let event: SessionEvent =
             lenient::from_slice(line).map_err(|e| self.corrupt(format!("bad event: {e}")))?;
-        let expected = self.events.len() as u64;
+        let expected = self.next_seq;
         if event.seq != expected {
             return Err(self.corrupt(format!("expected seq {expected}, found {}", event.seq)));
         }
@@ -532,5 +781,80 @@ mod tests {
             SessionReader::parse(&loc, &garbage),
             Err(StoreError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn lines_and_frames_longer_than_a_read_chunk() {
+        let long = format!(
+            r#"{{"type":"x","seq":1,"time":1,"data":{{"text":"{}"}}}}"#,
+            "y".repeat(3 * CHUNK)
+        );
+        let lines = [HEADER.to_owned(), event(0), long, event(2)];
+        let bytes = plain(&lines);
+        let stored = read_plain(&bytes).unwrap();
+        assert_eq!(stored.events.len(), 3);
+        assert_eq!(
+            stored.events[1].data["text"].as_str().map(str::len),
+            Some(3 * CHUNK)
+        );
+        assert_eq!(stored.tail, TailFix::Clean);
+        // Torn inside the long line: cut after the line before it.
+        let cut = HEADER.len() + event(0).len() + 2 + CHUNK;
+        let stored = read_plain(&bytes[..cut]).unwrap();
+        assert_eq!(stored.events.len(), 1);
+        let kept = (HEADER.len() + event(0).len() + 2) as u64;
+        assert_eq!(stored.tail, TailFix::Truncate { len: kept });
+        // zstd: one frame decoding to several chunks, then a torn one.
+        let first = zstd::bulk::compress(&bytes, 3).unwrap();
+        let mut framed = first.clone();
+        framed.extend(zstd::bulk::compress(&plain(&[event(3)]), 3).unwrap());
+        let loc = location(Encoding::Zstd);
+        let stored = SessionReader::parse(&loc, &framed).unwrap();
+        assert_eq!(stored.events.len(), 4);
+        let stored = SessionReader::parse(&loc, &framed[..framed.len() - 2]).unwrap();
+        assert!(stored.torn_tail);
+        assert_eq!(stored.file_len, framed.len() as u64 - 2);
+        assert_eq!(
+            stored.tail,
+            TailFix::Truncate {
+                len: first.len() as u64
+            }
+        );
+    }
+
+    #[test]
+    fn a_cut_inside_whole_frames_rewrites_from_the_start() {
+        // A complete frame ending inside a line, then a truncated frame
+        // without a newline: the kept text starts in the first frame.
+        let text = plain(&[HEADER.into(), event(0)]);
+        let mut bytes = zstd::bulk::compress(&[&text[..], b"{\"type\""].concat(), 3).unwrap();
+        let second = zstd::bulk::compress(b":\"turn/st", 3).unwrap();
+        bytes.extend_from_slice(&second[..second.len() - 1]);
+        let stored = SessionReader::parse(&location(Encoding::Zstd), &bytes).unwrap();
+        assert!(stored.torn_tail);
+        assert_eq!(stored.events.len(), 1);
+        assert_eq!(
+            stored.tail,
+            TailFix::Rewrite {
+                keep: 0,
+                salvaged: text
+            }
+        );
+    }
+
+    #[test]
+    fn read_each_visits_what_read_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let loc = SessionLocation::new("s", dir.path().to_path_buf(), Encoding::Plain);
+        let bytes = plain(&[HEADER.into(), event(0), event(1), "{\"ty".into()]);
+        std::fs::write(&loc.file, &bytes[..bytes.len() - 1]).unwrap();
+        let mut seen = Vec::new();
+        let log = SessionReader::read_each(&loc, |e| seen.push(e)).unwrap();
+        let stored = SessionReader::read(&loc).unwrap();
+        assert_eq!(seen, stored.events);
+        assert_eq!((log.next_seq, log.last_time), (2, Some(101)));
+        assert_eq!(log.torn_tail, stored.torn_tail);
+        assert_eq!(log.tail, stored.tail);
+        assert_eq!(log.file_len, stored.file_len);
     }
 }

@@ -15,9 +15,15 @@ struct OpenCall {
     name: String,
 }
 
-/// Where the log stands at its end.
+/// Where the log stands at its end, built event by event.
 #[derive(Default)]
-struct Tail {
+pub(crate) struct Tail {
+    /// The seq after the last event.
+    next_seq: u64,
+    /// The `time` of the last event (0 without events).
+    last_time: u64,
+    /// Whether the last event is a `session/end-seed`.
+    ends_seeded: bool,
     /// The open turn's number.
     turn: Option<u32>,
     /// The open step: `(turn, step)`.
@@ -38,41 +44,91 @@ impl Tail {
         self.answered.clear();
     }
 
-    /// Scans the log. An event whose payload does not fit its type is
-    /// passed over here (resume reports it when it rebuilds the history).
-    fn scan(events: &[SessionEvent]) -> Self {
-        let mut tail = Self::default();
-        for event in events {
-            let Ok(typed) = event.typed() else {
-                continue;
-            };
-            match typed {
-                Event::TurnStart(start) => {
-                    tail.reset_step();
-                    tail.turn = Some(start.turn);
-                }
-                Event::TurnEnd(_) => {
-                    tail.reset_step();
-                    tail.turn = None;
-                }
-                Event::StepStart(start) => {
-                    tail.reset_step();
-                    tail.step = Some((start.turn, start.step));
-                }
-                Event::StepEnd(_) => tail.reset_step(),
-                Event::AssistantMessage(assistant) if tail.step.is_some() => {
-                    tail.calls = tool_calls(&assistant.message);
-                }
-                Event::ToolCall(call) if tail.step.is_some() => {
-                    tail.recorded.insert(call.call_id, event.seq);
-                }
-                Event::ToolResult(result) if tail.step.is_some() => {
-                    tail.answered.insert(result.message.tool_call_id);
-                }
-                _ => {}
+    /// Takes the next event, with its payload when that fits its type (an
+    /// event whose payload does not is passed over here: resume reports it
+    /// when it rebuilds the history).
+    pub(crate) fn push(&mut self, event: &SessionEvent, typed: Option<&Event>) {
+        self.next_seq = event.seq + 1;
+        self.last_time = event.time;
+        self.ends_seeded = matches!(typed, Some(Event::SessionEndSeed(_)));
+        let Some(typed) = typed else {
+            return;
+        };
+        match typed {
+            Event::TurnStart(start) => {
+                self.reset_step();
+                self.turn = Some(start.turn);
             }
+            Event::TurnEnd(_) => {
+                self.reset_step();
+                self.turn = None;
+            }
+            Event::StepStart(start) => {
+                self.reset_step();
+                self.step = Some((start.turn, start.step));
+            }
+            Event::StepEnd(_) => self.reset_step(),
+            Event::AssistantMessage(assistant) if self.step.is_some() => {
+                self.calls = tool_calls(&assistant.message);
+            }
+            Event::ToolCall(call) if self.step.is_some() => {
+                self.recorded.insert(call.call_id.clone(), event.seq);
+            }
+            Event::ToolResult(result) if self.step.is_some() => {
+                self.answered.insert(result.message.tool_call_id.clone());
+            }
+            _ => {}
         }
-        tail
+    }
+
+    /// The closers of the log taken so far: see [`repair_closers`].
+    pub(crate) fn closers(self, now_ms: u64) -> Vec<EventDraft<Event>> {
+        let (next_seq, last_time) = (self.next_seq, self.last_time);
+        let mut drafts = Vec::new();
+        if let Some(turn) = self.turn {
+            if let Some((step_turn, step)) = self.step {
+                for call in self.calls.iter().filter(|c| !self.answered.contains(&c.id)) {
+                    let seq = next_seq + drafts.len() as u64;
+                    let recorded = self.recorded.get(&call.id).copied();
+                    let (text, code) = match recorded {
+                        Some(_) => (
+                            outcome_unknown_text(call),
+                            ToolErrorCode::ToolOutcomeUnknown,
+                        ),
+                        None => (not_started_text(call), ToolErrorCode::ToolNotStarted),
+                    };
+                    let mut message = ToolMessage::new(&call.id, vec![text_block(text)], true);
+                    message.id = format!("interrupted-tool-result-{}-{seq}", call.id);
+                    let result = Event::ToolResult(ToolResult {
+                        turn: step_turn,
+                        step,
+                        message,
+                        meta: None,
+                        error: Some(ToolError::new(code)),
+                    });
+                    drafts.push(
+                        EventDraft::surfaced(result)
+                            .citing(recorded.into_iter().collect())
+                            .at(last_time),
+                    );
+                }
+                let end = StepEnd {
+                    turn: step_turn,
+                    step,
+                };
+                drafts.push(EventDraft::new(Event::StepEnd(end)).at(last_time));
+            }
+            let end = TurnEnd {
+                turn,
+                reason: TurnEndReason::Interrupted,
+            };
+            drafts.push(EventDraft::new(Event::TurnEnd(end)).at(last_time));
+        }
+        if !drafts.is_empty() || !self.ends_seeded {
+            let seed = Event::SessionEndSeed(SessionEndSeed {});
+            drafts.push(EventDraft::new(seed).at(now_ms.max(last_time)));
+        }
+        drafts
     }
 }
 
@@ -138,57 +194,11 @@ fn not_started_text(call: &OpenCall) -> String {
 /// `session/end-seed {}` at `now_ms` (never earlier than the last event),
 /// unless the log already ends with one and nothing was repaired.
 pub fn repair_closers(events: &[SessionEvent], now_ms: u64) -> Vec<EventDraft<Event>> {
-    let next_seq = events.last().map_or(0, |event| event.seq + 1);
-    let last_time = events.last().map_or(0, |event| event.time);
-    let tail = Tail::scan(events);
-    let mut drafts = Vec::new();
-    if let Some(turn) = tail.turn {
-        if let Some((step_turn, step)) = tail.step {
-            for call in tail.calls.iter().filter(|c| !tail.answered.contains(&c.id)) {
-                let seq = next_seq + drafts.len() as u64;
-                let recorded = tail.recorded.get(&call.id).copied();
-                let (text, code) = match recorded {
-                    Some(_) => (
-                        outcome_unknown_text(call),
-                        ToolErrorCode::ToolOutcomeUnknown,
-                    ),
-                    None => (not_started_text(call), ToolErrorCode::ToolNotStarted),
-                };
-                let mut message = ToolMessage::new(&call.id, vec![text_block(text)], true);
-                message.id = format!("interrupted-tool-result-{}-{seq}", call.id);
-                let result = Event::ToolResult(ToolResult {
-                    turn: step_turn,
-                    step,
-                    message,
-                    meta: None,
-                    error: Some(ToolError::new(code)),
-                });
-                drafts.push(
-                    EventDraft::surfaced(result)
-                        .citing(recorded.into_iter().collect())
-                        .at(last_time),
-                );
-            }
-            let end = StepEnd {
-                turn: step_turn,
-                step,
-            };
-            drafts.push(EventDraft::new(Event::StepEnd(end)).at(last_time));
-        }
-        let end = TurnEnd {
-            turn,
-            reason: TurnEndReason::Interrupted,
-        };
-        drafts.push(EventDraft::new(Event::TurnEnd(end)).at(last_time));
+    let mut tail = Tail::default();
+    for event in events {
+        tail.push(event, event.typed().ok().as_ref());
     }
-    let ends_seeded = events
-        .last()
-        .is_some_and(|event| matches!(event.typed(), Ok(Event::SessionEndSeed(_))));
-    if !drafts.is_empty() || !ends_seeded {
-        let seed = Event::SessionEndSeed(SessionEndSeed {});
-        drafts.push(EventDraft::new(seed).at(now_ms.max(last_time)));
-    }
-    drafts
+    tail.closers(now_ms)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::fsutil::{create_temp, sync_data, sync_dir};
 use super::header::{FORMAT_VERSION, SessionHeader};
 use super::layout::{Encoding, LOG_WHAT, SessionLocation, SessionStore, probe};
 use super::lock::SessionLock;
-use super::locked::LockedSession;
+use super::locked::{LockedLog, LockedSession};
 use super::reader::{StoredSession, TailFix};
 use crate::private_fs::open_file;
 use dsh_protocol::catalog::SessionEvent;
@@ -251,6 +251,17 @@ impl SessionWriter {
     /// for appending, or drop it to release the lock.
     pub fn lock_stored(location: &SessionLocation) -> Result<LockedSession, StoreError> {
         LockedSession::lock(location)
+    }
+
+    /// As [`lock_stored`](Self::lock_stored), handing the events to `visit`
+    /// as they are read instead of keeping them (see
+    /// [`SessionReader::read_each`]): resuming a long log this way keeps
+    /// only what the visitor keeps.
+    pub fn lock_each(
+        location: &SessionLocation,
+        visit: impl FnMut(SessionEvent),
+    ) -> Result<LockedLog, StoreError> {
+        LockedLog::lock(location, visit)
     }
 
     pub(crate) fn reopen(
