@@ -16,9 +16,12 @@ pub async fn resume(server: &Server, params: JsonObject) -> Result<EmptyResult, 
 pub async fn wait(server: &Server, params: JsonObject) -> Result<EmptyResult, RpcError> {
     server.initialized()?;
     let SessionParams { session_id } = SessionParams::validate_wait(params)?;
-    let agent = server
-        .session(&session_id)
-        .ok_or(RpcError::UnknownSession(session_id))?;
+    let Some(agent) = server.session(&session_id) else {
+        // A shutdown may have closed every session since the check above:
+        // that is the answer then, not an unknown session.
+        server.initialized()?;
+        return Err(RpcError::UnknownSession(session_id));
+    };
     agent.wait_idle().await;
     Ok(EmptyResult {})
 }
