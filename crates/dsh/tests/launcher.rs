@@ -222,7 +222,10 @@ fn variables_read() -> std::collections::BTreeSet<String> {
     let mut names = std::collections::BTreeSet::new();
     let mut dirs = vec![crates];
     while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        for entry in std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .flatten()
+        {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
             if path.is_dir() {
@@ -233,7 +236,7 @@ fn variables_read() -> std::collections::BTreeSet<String> {
                     dirs.push(path);
                 }
             } else if name.ends_with(".rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
                 let code = text.split("#[cfg(test)]").next().unwrap_or_default();
                 for part in code.split('"').skip(1).step_by(2) {
                     let is_var = ["DSH_", "DEEPSEEK_", "OPENAI_"]
