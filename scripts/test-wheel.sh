@@ -17,8 +17,11 @@ pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
 "${pip[@]}" "$wheel"
 "${pip[@]}" --no-deps 'deepseek-harness-sdk==0.2.1rc2'
 "${pip[@]}" 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22'
-# The official runtime is only the oracle of tests/interop/test_differential.py.
-"${pip[@]}" --no-deps 'deepseek-harness-runtime-bin==0.2.1rc2'
+# The official runtime, the oracle of tests/interop/test_differential.py, is
+# kept out of the venv: it installs a `dsh` launcher of its own into bin/.
+oracle="target/wheel-test-oracle"
+rm -rf "$oracle"
+"${pip[@]}" --no-deps --target "$oracle" 'deepseek-harness-runtime-bin==0.2.1rc2'
 
 dsh="$("$venv/bin/python" -c 'import dsh_rs; print(dsh_rs.binary_path())')"
 echo "installed dsh: $dsh ($(du -k "$dsh" | cut -f1) KiB)"
@@ -29,5 +32,5 @@ case "$dsh" in "$PWD/$venv/bin/"*) ;; *) echo "dsh_rs.binary_path() is not in $v
 basetemp="$(mktemp -d /tmp/dsh-wheel-pytest.XXXXXX)"
 trap 'rm -rf "$basetemp"' EXIT
 "$venv/bin/python" -m pytest packaging/python/tests -q -p no:cacheprovider --basetemp="$basetemp/wheel"
-DSH_BIN="$dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" \
+PYTHONPATH="$PWD/$oracle" DSH_BIN="$dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" \
   "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider --basetemp="$basetemp/interop"

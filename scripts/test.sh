@@ -23,3 +23,6 @@ fi
   'deepseek-harness-sdk==0.2.1rc2' 'deepseek-harness-runtime-bin==0.2.1rc2'
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22'
 DSH_BIN="$PWD/target/debug/dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider
+
+echo "== python wheel (a fresh venv pip-installs target/wheels/dsh_rs-*.whl; tests/interop drives the installed dsh)"
+scripts/test-wheel.sh

@@ -7,9 +7,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import dsh_rs
+import pytest
 from deepseek_harness import DeepSeekHarness
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -30,8 +32,10 @@ def test_version_is_the_crate_version():
     assert dsh_rs.__version__ == crate_version()
 
 
-def test_binary_path_is_the_venv_executable():
+def test_binary_path_is_the_venv_executable_the_wheel_installed():
     assert dsh_rs.binary_path() == str(VENV_BIN / "dsh")
+    recorded = next(entry for entry in metadata.files("dsh-rs") if entry.name == "dsh")
+    assert Path(dsh_rs.binary_path()).stat().st_size == recorded.size
 
 
 def test_dsh_version_runs_from_the_venv_bin():
@@ -48,3 +52,23 @@ def test_the_sdk_drives_the_installed_binary(tmp_path):
         model="echo",
     ) as harness:
         assert harness.run("Say hi").final_response == "Say hi"
+
+
+def test_binary_path_refuses_an_executable_another_package_replaced(monkeypatch, tmp_path):
+    # deepseek-harness-runtime-bin installs a 256-byte `dsh` launcher of its
+    # own into the same bin directory.
+    launcher = tmp_path / "dsh"
+    launcher.write_text("#!/bin/sh\n")
+    launcher.chmod(0o755)
+    recorded = next(entry for entry in metadata.files("dsh-rs") if entry.name == "dsh")
+
+    class Replaced:
+        name = "dsh"
+        size = recorded.size
+
+        def locate(self):
+            return launcher
+
+    monkeypatch.setattr(metadata, "files", lambda name: [Replaced()])
+    with pytest.raises(RuntimeError, match="not the dsh-rs executable"):
+        dsh_rs.binary_path()
