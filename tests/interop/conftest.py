@@ -15,7 +15,7 @@ from interop_support import FRAME_TIMEOUT, RawClient, dsh_bin_path, transcripts_
 def _hermetic_environment(monkeypatch, tmp_path):
     """No inherited DSH_*/DEEPSEEK_* knobs; HOME points at an empty temp dir."""
     for key in list(os.environ):
-        if key.startswith("DSH_") and key not in ("DSH_BIN", "DSH_TRANSCRIPTS"):
+        if key.startswith("DSH_") and key not in ("DSH_BIN", "DSH_FAKE_MODEL", "DSH_TRANSCRIPTS"):
             monkeypatch.delenv(key)
         elif key.startswith("DEEPSEEK_"):
             monkeypatch.delenv(key)
