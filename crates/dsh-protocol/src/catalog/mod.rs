@@ -29,7 +29,7 @@ mod tool_events;
 mod turn;
 
 pub use codes::{LlmFailureCode, ToolErrorCode};
-pub use envelope::{EventDraft, RangeOp, SessionEvent, SurfaceOp};
+pub use envelope::{AppendOp, EventDraft, RangeOp, SessionEvent, SurfaceOp};
 pub use inbox::{InboxSpliced, InboxTarget, SpliceOutcome};
 pub use llm::{LlmFailure, LlmRetry, LlmRetryStarted, Millis, RetryMode, Usage};
 pub use session::{
