@@ -1,84 +1,71 @@
 //! A stored session read under its lock, before anything is written:
 //! [`LockedSession`] (its events kept), [`LockedLog`] (its events
-//! visited).
+//! visited), both a [`Locked`].
 
 use super::error::StoreError;
+use super::header::SessionHeader;
 use super::layout::SessionLocation;
 use super::lock::SessionLock;
-use super::reader::{SessionReader, StoredLog, StoredSession};
+use super::reader::{SessionReader, StoredLog, StoredSession, TailFix};
 use super::workspace::resume_workspace;
 use super::writer::SessionWriter;
 use dsh_protocol::catalog::SessionEvent;
 use std::path::{Path, PathBuf};
 
-/// A stored session whose lock is held and whose log was read, not yet
-/// reopened for writing: nothing on disk has changed. Dropping it releases
-/// the lock; [`into_writer`](Self::into_writer) repairs a torn tail and
-/// reopens the log for appending.
+/// What a read of a log leaves that resume needs before writing: its
+/// header and how its end must be fixed.
+pub trait ReadLog {
+    /// Line 1.
+    fn header(&self) -> &SessionHeader;
+    /// What must happen to the file before appending.
+    fn tail(&self) -> &TailFix;
+}
+
+impl ReadLog for StoredSession {
+    fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+    fn tail(&self) -> &TailFix {
+        &self.tail
+    }
+}
+
+impl ReadLog for StoredLog {
+    fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+    fn tail(&self) -> &TailFix {
+        &self.tail
+    }
+}
+
+/// A stored session whose lock is held and whose log was read (as `S`),
+/// not yet reopened for writing: nothing on disk has changed. Dropping it
+/// releases the lock; [`into_writer`](Self::into_writer) repairs a torn tail
+/// and reopens the log for appending.
 #[derive(Debug)]
-pub struct LockedSession {
+pub struct Locked<S> {
     location: SessionLocation,
     lock: SessionLock,
-    stored: StoredSession,
+    stored: S,
 }
 
-impl LockedSession {
+/// A locked session read whole, its events kept.
+pub type LockedSession = Locked<StoredSession>;
+
+/// A locked session whose events went to a visitor
+/// ([`SessionReader::read_each`]).
+pub type LockedLog = Locked<StoredLog>;
+
+impl<S: ReadLog> Locked<S> {
     /// Takes the lock of the log at `location` (or fails with
-    /// [`StoreError::Locked`]) and reads the log.
-    pub(crate) fn lock(location: &SessionLocation) -> Result<Self, StoreError> {
-        let lock = SessionLock::acquire(&location.lock_file(), &location.id)?;
-        let stored = SessionReader::read(location)?;
-        Ok(Self {
-            location: location.clone(),
-            lock,
-            stored,
-        })
-    }
-
-    /// Where the log is.
-    pub fn location(&self) -> &SessionLocation {
-        &self.location
-    }
-
-    /// The session as read.
-    pub fn stored(&self) -> &StoredSession {
-        &self.stored
-    }
-
-    /// The workspace to resume the session in, given the runtime's
-    /// `initialize` cwd: see [`resume_workspace`].
-    pub fn workspace(&self, cwd: &Path) -> Result<PathBuf, StoreError> {
-        resume_workspace(&self.location, &self.stored.header, cwd)
-    }
-
-    /// Repairs a torn tail and reopens the log for appending (see
-    /// [`SessionWriter::open_append`]), keeping the lock.
-    pub fn into_writer(self) -> Result<(SessionWriter, StoredSession), StoreError> {
-        let writer = SessionWriter::reopen(&self.location, self.lock, &self.stored.tail)?;
-        Ok((writer, self.stored))
-    }
-}
-
-/// A stored session whose lock is held and whose log was read by
-/// [`SessionReader::read_each`] (its events went to a visitor), not yet
-/// reopened for writing: as [`LockedSession`] without the events.
-#[derive(Debug)]
-pub struct LockedLog {
-    location: SessionLocation,
-    lock: SessionLock,
-    stored: StoredLog,
-}
-
-impl LockedLog {
-    /// Takes the lock of the log at `location` (or fails with
-    /// [`StoreError::Locked`]) and reads the log, handing its events to
-    /// `visit`.
-    pub(crate) fn lock(
+    /// [`StoreError::Locked`]), then reads it with `read`.
+    fn take(
         location: &SessionLocation,
-        visit: impl FnMut(SessionEvent),
+        read: impl FnOnce(&SessionLocation) -> Result<S, StoreError>,
     ) -> Result<Self, StoreError> {
         let lock = SessionLock::acquire(&location.lock_file(), &location.id)?;
-        let stored = SessionReader::read_each(location, visit)?;
+        let stored = read(location)?;
         Ok(Self {
             location: location.clone(),
             lock,
@@ -92,20 +79,40 @@ impl LockedLog {
     }
 
     /// The log as read.
-    pub fn stored(&self) -> &StoredLog {
+    pub fn stored(&self) -> &S {
         &self.stored
     }
 
     /// The workspace to resume the session in, given the runtime's
     /// `initialize` cwd: see [`resume_workspace`].
     pub fn workspace(&self, cwd: &Path) -> Result<PathBuf, StoreError> {
-        resume_workspace(&self.location, &self.stored.header, cwd)
+        resume_workspace(&self.location, self.stored.header(), cwd)
     }
 
     /// Repairs a torn tail and reopens the log for appending (see
     /// [`SessionWriter::open_append`]), keeping the lock.
-    pub fn into_writer(self) -> Result<(SessionWriter, StoredLog), StoreError> {
-        let writer = SessionWriter::reopen(&self.location, self.lock, &self.stored.tail)?;
+    pub fn into_writer(self) -> Result<(SessionWriter, S), StoreError> {
+        let writer = SessionWriter::reopen(&self.location, self.lock, self.stored.tail())?;
         Ok((writer, self.stored))
+    }
+}
+
+impl LockedSession {
+    /// Locks and reads the whole log at `location`.
+    pub(crate) fn lock(location: &SessionLocation) -> Result<Self, StoreError> {
+        Self::take(location, SessionReader::read)
+    }
+}
+
+impl LockedLog {
+    /// Locks the log at `location` and reads it, handing its events to
+    /// `visit`.
+    pub(crate) fn lock(
+        location: &SessionLocation,
+        visit: impl FnMut(SessionEvent),
+    ) -> Result<Self, StoreError> {
+        Self::take(location, |location| {
+            SessionReader::read_each(location, visit)
+        })
     }
 }

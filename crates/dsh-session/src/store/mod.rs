@@ -65,7 +65,7 @@ pub use error::StoreError;
 pub use facts::{HistoryEntry, PendingInbox, ResumeFacts, resume_facts};
 pub use header::{FORMAT_VERSION, HeaderType, SessionHeader};
 pub use layout::{Encoding, LOCK_FILE, PLAIN_FILE, SessionLocation, SessionStore, ZSTD_FILE};
-pub use locked::{LockedLog, LockedSession};
+pub use locked::{Locked, LockedLog, LockedSession, ReadLog};
 pub use names::{NO_CWD_DIR, encode_session_id, project_key};
 pub use reader::{SessionReader, StoredLog, StoredSession};
 pub use repair::repair_closers;

@@ -74,7 +74,7 @@ impl StoredSession {
 
 /// What must happen to the file before new batches are appended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum TailFix {
+pub enum TailFix {
     /// Nothing: the file ends with a complete line.
     Clean,
     /// Cut the file to `len` bytes (a partial line or frame after it).
