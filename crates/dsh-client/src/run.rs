@@ -66,7 +66,7 @@ impl<'a> Session<'a> {
         let mut outcome = Outcome::default();
         let mut started = false;
         loop {
-            let Notification { method, params } = match notifications.recv().await {
+            let Notification { method, mut params } = match notifications.recv().await {
                 Ok(notification) => notification,
                 Err(RecvError::Lagged(n)) => {
                     return Err(ClientError::Protocol(format!(
@@ -80,7 +80,7 @@ impl<'a> Session<'a> {
             }
             match method.as_str() {
                 SESSION_EVENT => {
-                    let event: SessionEvent = serde_json::from_value(params["event"].clone())
+                    let event: SessionEvent = serde_json::from_value(params["event"].take())
                         .map_err(|err| {
                             ClientError::Protocol(format!("bad session.event: {err}"))
                         })?;

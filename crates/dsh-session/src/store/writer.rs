@@ -202,7 +202,7 @@ impl SessionWriter {
     }
 
     /// Reopens the log at `location` for appending, given what
-    /// [`SessionReader::read`] returned for it: takes the lock (or fails with
+    /// [`SessionReader::read`](super::SessionReader::read) returned for it: takes the lock (or fails with
     /// [`StoreError::Locked`]), checks that the file is still the one that
     /// was read ([`StoreError::Stale`] otherwise), removes a torn tail
     /// without losing complete events, and positions new batches after the
@@ -255,7 +255,7 @@ impl SessionWriter {
 
     /// As [`lock_stored`](Self::lock_stored), handing the events to `visit`
     /// as they are read instead of keeping them (see
-    /// [`SessionReader::read_each`]): resuming a long log this way keeps
+    /// [`SessionReader::read_each`](super::SessionReader::read_each)): resuming a long log this way keeps
     /// only what the visitor keeps.
     pub fn lock_each(
         location: &SessionLocation,
