@@ -2,7 +2,7 @@
 //!
 //! Plays the same scenario files as the `scripted` provider (see
 //! [`dsh_llm::scripted`]) over HTTP on 127.0.0.1, one reply per model request
-//! in arrival order, in both protocols:
+//! in arrival order (per script, see below), in both protocols:
 //!
 //! * `POST /v1/messages` (and `/messages`): the Messages API, as SSE;
 //! * `POST /v1/chat/completions` (and `/chat/completions`): chat
@@ -20,17 +20,28 @@
 //! `huge-tool-call {name, arguments, field, bytes}` (one tool call whose
 //! `field` argument is that large).
 //! Every request is recorded (API keys redacted to their length).
+//!
+//! A scenario's `agents` scripts answer concurrent agents: a request is
+//! answered from the first `agents` entry whose `when` occurs in one of its
+//! user prompts, else from the top-level `replies`. The server sees only the
+//! body, so a user prompt is any text of a `role: user` message: `content`
+//! as a string, or its `type: text` blocks (Messages API) or parts (chat
+//! completions); `tool_result` blocks and other roles do not count. Each
+//! script keeps its own position, advanced in arrival order, and a request
+//! after a script's last reply gets an HTTP 500 naming the script
+//! (`agent script "TASK-A"` or `top-level script`).
 
 mod hostile;
 mod render;
 
 use bytes::Bytes;
-use dsh_llm::scripted::{Reply, Scenario};
+use dsh_llm::scripted::{Scenario, ScriptKey};
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -51,8 +62,9 @@ pub struct FakeServer {
 }
 
 struct State {
-    replies: Vec<Reply>,
-    next: Mutex<usize>,
+    scenario: Scenario,
+    /// The next reply of each script.
+    next: Mutex<HashMap<ScriptKey, usize>>,
     requests: Mutex<Vec<Value>>,
     on_request: Option<RequestHook>,
 }
@@ -67,8 +79,8 @@ impl FakeServer {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
-            replies: scenario.replies,
-            next: Mutex::new(0),
+            scenario,
+            next: Mutex::new(HashMap::new()),
             requests: Mutex::new(Vec::new()),
             on_request,
         });
@@ -154,19 +166,22 @@ async fn handle(
             ));
         }
     };
+    let prompts = user_prompts(&body);
+    let script = state.scenario.script_for(&prompts);
     let reply = {
         let mut next = state
             .next
             .lock()
             .map_err(|_| std::io::Error::other("poisoned"))?;
-        let reply = state.replies.get(*next).cloned();
-        *next += 1;
+        let index = next.entry(script.key).or_insert(0);
+        let reply = script.replies.get(*index).cloned();
+        *index += 1;
         reply
     };
     let Some(reply) = reply else {
         return Ok(plain(
             StatusCode::INTERNAL_SERVER_ERROR,
-            json!({"type": "error", "error": {"type": "api_error", "message": "fake model: scenario has no reply left"}}),
+            json!({"type": "error", "error": {"type": "api_error", "message": format!("fake model: {script} has no reply left")}}),
         ));
     };
     if let Some(delay) = reply.delay_ms {
@@ -191,6 +206,26 @@ async fn handle(
         reply.cut,
         reply.reset,
     ))
+}
+
+/// The texts of the `role: user` messages of a Messages or chat-completions
+/// body: a string `content`, or each of its `type: text` blocks or parts.
+fn user_prompts(body: &Value) -> Vec<&str> {
+    let messages = body.get("messages").and_then(Value::as_array);
+    messages
+        .into_iter()
+        .flatten()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .flat_map(|m| match m.get("content") {
+            Some(Value::String(text)) => vec![text.as_str()],
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect()
 }
 
 fn plain(status: StatusCode, body: Value) -> Response<Body> {

@@ -4,7 +4,7 @@
 //!   prompt in the history.
 //! * Model `<absolute path>` plays a scenario file: one reply per model
 //!   request of a session, in order (a resumed session continues after the
-//!   replies its history holds).
+//!   replies its history holds), from the script that claims the request.
 //!
 //! A scenario file is YAML (JSON is accepted too):
 //!
@@ -19,7 +19,22 @@
 //!     stop: tool_use                     # end_turn | tool_use | max_tokens
 //!   - error: {code: SERVER, message: "boom", status: 500}
 //!     delay_ms: 300                      # any reply may wait first
+//! agents:                                # optional: other agents' scripts
+//!   - when: "TASK-A"                     # a substring of one of its prompts
+//!     replies:                           # ordinary replies, as above
+//!       - text: "A-OK"
 //! ```
+//!
+//! Several agents (a session and its subagents) may ask at once, so each
+//! agent can have its own script. A request is answered from the first
+//! `agents` entry whose `when` occurs in the text of one of its history's
+//! user prompts (`source.kind` `user`), else from the top-level `replies`.
+//! Within a script the replies play in order per session; a session not yet
+//! seen starts after the assistant messages its history holds, for an agent
+//! script counting only those after the first prompt that matched `when` (a
+//! forked child's inherited history does not use up its script). List the
+//! more specific `when`s first: a fork child's history also holds its
+//! parent's prompts.
 //!
 //! The shorthand `reasoning` and `text` come before any `blocks`; a reply
 //! has content or an `error`, never both. `stop` defaults to `tool_use` when the reply has a tool call, else
@@ -27,7 +42,8 @@
 //! (useful for truncated JSON under `max_tokens`). `usage: {input_tokens,
 //! output_tokens}` overrides the default estimate (a quarter of the
 //! characters). A request after the last reply fails with code
-//! `SCRIPT_EXHAUSTED`. `hostile: {kind: …}` (see [`Hostile`]) is for the
+//! `SCRIPT_EXHAUSTED`, naming the script (`agent script "TASK-A"` or the
+//! `top-level script`). `hostile: {kind: …}` (see [`Hostile`]) is for the
 //! fake model server only.
 
 use crate::LlmFailureCode;
@@ -41,6 +57,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+mod select;
+pub use select::{Script, ScriptKey};
 
 /// Provider name.
 pub const NAME: &str = "scripted";
@@ -71,11 +90,26 @@ pub enum ScenarioError {
     },
 }
 
-/// A parsed scenario: the replies, in order.
+/// A parsed scenario: the root session's replies, in order, and the
+/// scripts of other agents.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
-    /// One reply per model request.
+    /// One reply per model request no `agents` entry claims.
+    pub replies: Vec<Reply>,
+    /// Scripts for other agents, chosen by their prompts (see
+    /// [`Scenario::script_for`]).
+    #[serde(default)]
+    pub agents: Vec<AgentScript>,
+}
+
+/// The script of the agent whose prompt mentions `when`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentScript {
+    /// A substring of one of the agent's user prompts (never empty).
+    pub when: String,
+    /// One reply per model request of the agent.
     pub replies: Vec<Reply>,
 }
 
@@ -278,25 +312,36 @@ impl Scenario {
             message,
         };
         let scenario: Self = serde_yaml_ng::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        for (i, reply) in scenario.replies.iter().enumerate() {
-            let content =
-                reply.text.is_some() || reply.reasoning.is_some() || !reply.blocks.is_empty();
-            if content == reply.error.is_some() {
-                return Err(invalid(format!(
-                    "reply {} must have either content (text, reasoning, blocks) or an error",
-                    i + 1
-                )));
+        check_replies(&scenario.replies, "").map_err(invalid)?;
+        for (i, agent) in scenario.agents.iter().enumerate() {
+            if agent.when.is_empty() {
+                return Err(invalid(format!("agents[{i}] needs a non-empty `when`")));
             }
-            if let Some(j) = reply.blocks.iter().position(|b| b.part().is_none()) {
-                return Err(invalid(format!(
-                    "reply {} block {} must have exactly one of text, reasoning or tool_call",
-                    i + 1,
-                    j + 1
-                )));
-            }
+            check_replies(&agent.replies, &format!("agents[{i}] ")).map_err(invalid)?;
         }
         Ok(scenario)
     }
+}
+
+/// Checks every reply of one script; `prefix` names the script in errors.
+fn check_replies(replies: &[Reply], prefix: &str) -> Result<(), String> {
+    for (i, reply) in replies.iter().enumerate() {
+        let content = reply.text.is_some() || reply.reasoning.is_some() || !reply.blocks.is_empty();
+        if content == reply.error.is_some() {
+            return Err(format!(
+                "{prefix}reply {} must have either content (text, reasoning, blocks) or an error",
+                i + 1
+            ));
+        }
+        if let Some(j) = reply.blocks.iter().position(|b| b.part().is_none()) {
+            return Err(format!(
+                "{prefix}reply {} block {} must have exactly one of text, reasoning or tool_call",
+                i + 1,
+                j + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug)]
@@ -310,7 +355,8 @@ enum Mode {
 pub struct ScriptedProvider {
     model: String,
     mode: Mode,
-    next_reply: Mutex<HashMap<String, usize>>,
+    /// The next reply of each session in each script.
+    next_reply: Mutex<HashMap<(String, ScriptKey), usize>>,
 }
 
 impl ScriptedProvider {
@@ -352,21 +398,43 @@ impl ScriptedProvider {
                         "scripted provider state is poisoned",
                     )
                 })?;
-                // A session this provider has not seen yet (a resumed one)
-                // continues after the replies its history already holds.
+                let prompts: Vec<(usize, String)> = request
+                    .messages
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(at, m)| match m.as_ref() {
+                        Message::User(u) if u.source_kind() == Some("user") => {
+                            Some((at, prompt_text(&u.content)))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let texts: Vec<&str> = prompts.iter().map(|(_, t)| t.as_str()).collect();
+                let script = scenario.script_for(&texts);
+                // A session this provider has not seen yet (a resumed one, a
+                // forked child) continues after the replies its history
+                // already holds: for an agent script, those after the first
+                // prompt that chose it.
+                let from = script
+                    .first_match
+                    .and_then(|p| prompts.get(p))
+                    .map_or(0, |(at, _)| at + 1);
                 let answered = request
                     .messages
                     .iter()
+                    .skip(from)
                     .filter(|m| matches!(m.as_ref(), Message::Assistant(_)))
                     .count();
-                let index = next.entry(request.session_id.clone()).or_insert(answered);
-                let reply = scenario.replies.get(*index).cloned();
+                let index = next
+                    .entry((request.session_id.clone(), script.key))
+                    .or_insert(answered);
+                let reply = script.replies.get(*index).cloned();
                 *index += 1;
                 reply.ok_or_else(|| {
                     LlmFailure::new(
                         LlmFailureCode::ScriptExhausted,
                         format!(
-                            "scripted scenario {} has no reply {} for session {}",
+                            "scripted scenario {} has no reply {} in its {script} for session {}",
                             self.model, *index, request.session_id
                         ),
                     )
@@ -588,12 +656,15 @@ fn latest_prompt_text(messages: &[Arc<Message>]) -> String {
         .iter()
         .rev()
         .find_map(|m| match m.as_ref() {
-            Message::User(u) if u.source_kind() == Some("user") => {
-                Some(text_of(&u.content).collect::<Vec<_>>().join("\n"))
-            }
+            Message::User(u) if u.source_kind() == Some("user") => Some(prompt_text(&u.content)),
             _ => None,
         })
         .unwrap_or_default()
+}
+
+/// A prompt's text blocks, joined by newlines.
+fn prompt_text(content: &[Value]) -> String {
+    text_of(content).collect::<Vec<_>>().join("\n")
 }
 
 /// Like the official Messages serialiser: user content other than text and
@@ -625,7 +696,7 @@ fn check_content(messages: &[Arc<Message>]) -> Result<(), LlmFailure> {
 mod tests {
     use super::*;
     use crate::{Accumulator, Route, Settled};
-    use dsh_session::{UserMessage, text_block};
+    use dsh_session::{AssistantMessage, UserMessage, text_block};
     use tokio::sync::mpsc;
 
     fn request(session: &str, prompt: &str) -> ModelRequest {
@@ -746,6 +817,170 @@ mod tests {
             .unwrap_or_default();
         assert!(err.contains("either content"), "{err}");
         let _ = std::fs::remove_file(path);
+    }
+
+    fn prompt(text: &str) -> Arc<Message> {
+        Arc::new(Message::User(UserMessage::prompt(vec![text_block(text)])))
+    }
+
+    fn answer(text: &str) -> Arc<Message> {
+        Arc::new(Message::Assistant(AssistantMessage::from_model(
+            vec![text_block(text)],
+            NAME,
+            "m",
+            None,
+        )))
+    }
+
+    fn with_history(session: &str, messages: Vec<Arc<Message>>) -> ModelRequest {
+        ModelRequest {
+            messages,
+            ..request(session, "")
+        }
+    }
+
+    async fn text_of_reply(provider: &ScriptedProvider, request: ModelRequest) -> String {
+        match settle(provider, request).await {
+            Settled::Message { content, .. } => {
+                content.iter().filter_map(|b| b["text"].as_str()).collect()
+            }
+            Settled::Failed(f) => format!("{}: {}", f.code, f.message),
+        }
+    }
+
+    const AGENTS: &str = "replies:\n  - text: root-1\n  - text: root-2\nagents:\n  - when: TASK-A\n    replies:\n      - text: A-1\n      - text: A-2\n        delay_ms: 1\n  - when: TASK-B\n    replies:\n      - text: B-1\n";
+
+    #[tokio::test]
+    async fn agent_scripts_are_chosen_by_the_prompts_of_the_history() {
+        let (path, provider) = scenario_file(AGENTS);
+        // The root prompt plays the top-level replies.
+        assert_eq!(
+            text_of_reply(&provider, request("root", "go")).await,
+            "root-1"
+        );
+        // A child whose prompt holds TASK-A plays A's replies in order, and
+        // does not move the root's position.
+        let a = vec![prompt("please TASK-A do x")];
+        assert_eq!(
+            text_of_reply(&provider, with_history("a", a.clone())).await,
+            "A-1"
+        );
+        let mut a2 = a.clone();
+        a2.extend([answer("A-1"), prompt("more")]);
+        assert_eq!(text_of_reply(&provider, with_history("a", a2)).await, "A-2");
+        assert_eq!(
+            text_of_reply(&provider, request("root", "go")).await,
+            "root-2"
+        );
+        // A fork child inherits the root's prompt and replies: they do not
+        // count against B's script.
+        let fork = vec![
+            prompt("go"),
+            answer("root-1"),
+            answer("root-2"),
+            prompt("TASK-B: check"),
+        ];
+        assert_eq!(
+            text_of_reply(&provider, with_history("b", fork)).await,
+            "B-1"
+        );
+        // Only user prompts choose: a TASK-A notice or reply does not.
+        let notice = vec![
+            prompt("go"),
+            Arc::new(Message::User(UserMessage::notice(
+                "subagent-result",
+                vec![text_block("TASK-A finished")],
+            ))),
+            answer("TASK-A"),
+        ];
+        // The top-level script, after the one reply the history holds.
+        assert_eq!(
+            text_of_reply(&provider, with_history("fresh", notice)).await,
+            "root-2"
+        );
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[tokio::test]
+    async fn an_exhausted_agent_script_names_itself() {
+        let (path, provider) = scenario_file(AGENTS);
+        let b = || with_history("b", vec![prompt("TASK-B")]);
+        assert_eq!(text_of_reply(&provider, b()).await, "B-1");
+        let Settled::Failed(f) = settle(&provider, b()).await else {
+            panic!("expected exhaustion")
+        };
+        assert_eq!(f.code, "SCRIPT_EXHAUSTED");
+        assert_eq!(
+            f.message,
+            format!(
+                "scripted scenario {} has no reply 2 in its agent script \"TASK-B\" for session b",
+                path.display()
+            )
+        );
+        // A resumed A session whose history holds both of A's replies.
+        let resumed = vec![
+            prompt("TASK-A"),
+            answer("A-1"),
+            prompt("again"),
+            answer("A-2"),
+            prompt("once more"),
+        ];
+        let message = text_of_reply(&provider, with_history("r", resumed)).await;
+        assert!(
+            message.ends_with("has no reply 3 in its agent script \"TASK-A\" for session r"),
+            "{message}"
+        );
+        let _ = std::fs::remove_file(path);
+    }
+
+    fn load_error(yaml: &str) -> String {
+        let path = std::env::temp_dir().join(format!("dsh-agents-{}.yaml", uuid_like()));
+        std::fs::write(&path, yaml).unwrap();
+        let err = Scenario::load(&path)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        let _ = std::fs::remove_file(path);
+        err
+    }
+
+    #[test]
+    fn agent_scripts_are_validated_like_the_top_level_one() {
+        let err = load_error("replies: []\nagents:\n  - when: \"\"\n    replies: [{text: a}]\n");
+        assert!(err.ends_with("agents[0] needs a non-empty `when`"), "{err}");
+        let err = load_error(
+            "replies: []\nagents:\n  - when: A\n    replies: [{text: a}]\n  - when: B\n    replies:\n      - text: ok\n      - text: a\n        error: {code: X, message: y}\n",
+        );
+        assert!(
+            err.ends_with(
+                "agents[1] reply 2 must have either content (text, reasoning, blocks) or an error"
+            ),
+            "{err}"
+        );
+        let err = load_error(
+            "replies: []\nagents:\n  - when: A\n    replies:\n      - blocks: [{text: a, reasoning: b}]\n",
+        );
+        assert!(
+            err.ends_with(
+                "agents[0] reply 1 block 1 must have exactly one of text, reasoning or tool_call"
+            ),
+            "{err}"
+        );
+        let err = load_error("replies: []\nagents:\n  - when: A\n    replies: []\n    extra: 1\n");
+        assert!(err.contains("unknown field `extra`"), "{err}");
+        let err = load_error("replies: []\nagents:\n  - when: A\n");
+        assert!(err.contains("missing field `replies`"), "{err}");
+        // Empty scripts stay allowed, at the top level as in an agent's.
+        let path = std::env::temp_dir().join(format!("dsh-agents-ok-{}.yaml", uuid_like()));
+        std::fs::write(
+            &path,
+            "replies: []\nagents:\n  - when: A\n    replies: []\n",
+        )
+        .unwrap();
+        let scenario = Scenario::load(&path).unwrap();
+        let _ = std::fs::remove_file(path);
+        assert_eq!(scenario.agents.len(), 1);
+        assert!(scenario.replies.is_empty() && scenario.agents[0].replies.is_empty());
     }
 
     #[tokio::test]
