@@ -1,3 +1,4 @@
+use crate::delegation::{self, Lineage, SessionHost};
 use crate::inner::Inner;
 use crate::profile::Profile;
 use crate::state::State;
@@ -6,7 +7,7 @@ use crate::turn;
 use dsh_llm::{Provider, RetryPolicy, Route};
 use dsh_protocol::catalog::{
     ApprovalPolicy, HeaderReason, InboxSpliced, InboxTarget, PermissionPreset, SandboxMode,
-    TurnEndReason,
+    SubagentDescriptor, TurnEndReason,
 };
 use dsh_session::store::ResumeFacts;
 use dsh_session::{EventLog, LogUnwritable, Message, SystemMessage, UserMessage, text_of};
@@ -37,6 +38,11 @@ pub struct AgentConfig {
     pub log: EventLog,
     /// The profile's tool library (shared by every agent of the process).
     pub tools: Arc<ToolSet>,
+    /// Creates child sessions for the delegation tools (absent: they answer
+    /// that delegation is unavailable).
+    pub host: Option<Arc<dyn SessionHost>>,
+    /// Where the session sits in its tree.
+    pub lineage: Lineage,
 }
 
 /// How the session comes to be.
@@ -46,6 +52,15 @@ pub enum Start {
     /// A stored session continues: its state is rebuilt from the log's
     /// facts and nothing is appended.
     Resumed(Box<ResumeFacts>),
+    /// A new child session: its descriptor and the delegated policies are
+    /// appended (to disk only: the log is not published yet), and it starts
+    /// from `seed` (a fork's inherited history; empty for a spawn).
+    Child {
+        /// The child's `subagent/descriptor`.
+        descriptor: Box<SubagentDescriptor>,
+        /// Inherited model-visible history.
+        seed: Vec<Arc<Message>>,
+    },
 }
 
 /// One session's agent: a handle whose loop task runs turns in the
@@ -62,7 +77,13 @@ impl Agent {
     /// inside a Tokio runtime.
     pub fn create(config: AgentConfig, start: Start) -> Self {
         let (activity, _) = watch::channel(false);
-        let mut state = State::new(config.log, config.workspace.clone(), activity);
+        let cancel = CancellationToken::new();
+        let mut state = State::new(
+            config.log,
+            config.workspace.clone(),
+            activity,
+            cancel.clone(),
+        );
         let profile = config.profile;
         match start {
             Start::New => {
@@ -77,6 +98,18 @@ impl Agent {
                 }
             }
             Start::Resumed(facts) => restore(&mut state, *facts),
+            Start::Child { descriptor, seed } => {
+                state.event(*descriptor);
+                state.event(SandboxMode {
+                    mode: profile.permission_mode.as_str(),
+                    source: Some(DELEGATION),
+                });
+                state.event(ApprovalPolicy {
+                    policy: profile.approval.as_str(),
+                    source: Some(DELEGATION),
+                });
+                state.history = seed;
+            }
         }
         let specs = tools::shared_specs(&config.tools);
         let system_prompt = profile.system_prompt(&config.route.model);
@@ -92,9 +125,13 @@ impl Agent {
             system_prompt,
             session_tools: Arc::new(SessionTools::new()),
             host: Arc::new(AgentHost(weak.clone())),
-            cancel: CancellationToken::new(),
+            cancel,
             state: Mutex::new(state),
             wake: Notify::new(),
+            lineage: config.lineage,
+            sessions: config.host,
+            children: Mutex::new(Vec::new()),
+            this: weak.clone(),
         });
         let task = tokio::spawn(run_loop(Arc::clone(&inner)));
         Self { inner, task }
@@ -148,15 +185,63 @@ impl Agent {
         Ok(())
     }
 
+    /// Stops the running turn, which ends `aborted` (`interrupted`): a
+    /// model attempt is dropped, a running tool is cancelled and calls not
+    /// yet started are recorded as not run. Queued input stays queued.
+    /// Returns whether a turn was running.
+    pub fn interrupt(&self) -> bool {
+        let state = self.inner.state();
+        let running = state.open_turn.is_some() || state.pending.is_some();
+        if running {
+            state.turn_cancel.cancel();
+        }
+        running
+    }
+
     /// Flushes the log (a barrier before acknowledging a request).
     pub fn flush(&self) {
         self.inner.state().log.flush();
     }
 
-    /// Waits until the agent is idle.
+    /// Waits until the agent is idle (and, for a child, its parent has
+    /// its news).
     pub async fn wait_idle(&self) {
         let mut activity = self.inner.state().activity.subscribe();
         let _ = activity.wait_for(|running| !running).await;
+    }
+
+    /// Waits until the agent and all its descendants are idle at once
+    /// (what `session/wait` waits for): a child's news that wakes its
+    /// parent starts the wait over.
+    pub async fn wait_tree_idle(&self) {
+        loop {
+            self.wait_idle().await;
+            for child in self.children() {
+                Box::pin(child.wait_tree_idle()).await;
+            }
+            if self.tree_quiet() {
+                return;
+            }
+        }
+    }
+
+    /// Whether the agent and every descendant are idle now.
+    fn tree_quiet(&self) -> bool {
+        !*self.inner.state().activity.borrow() && self.children().iter().all(|c| c.tree_quiet())
+    }
+
+    /// The children this agent started, oldest first.
+    pub fn children(&self) -> Vec<Arc<Agent>> {
+        self.inner
+            .children()
+            .iter()
+            .map(|c| Arc::clone(&c.agent))
+            .collect()
+    }
+
+    /// 0 for a root session, 1 for its children.
+    pub fn depth(&self) -> u64 {
+        self.inner.lineage.depth
     }
 
     /// Stops the agent for good: the loop stops, a running turn ends
@@ -188,6 +273,9 @@ impl Drop for Agent {
         self.inner.session_tools.shutdown();
     }
 }
+
+/// `source` of the policies a child inherits from its parent.
+const DELEGATION: &str = "delegation";
 
 /// Rebuilds the agent state of a stored session.
 fn restore(state: &mut State, facts: ResumeFacts) {
@@ -229,12 +317,22 @@ async fn run_loop(inner: Arc<Inner>) {
             let mut state = inner.state();
             let continues = !matches!(reason, TurnEndReason::Error { .. });
             state.end_turn(pending.turn, reason);
-            if continues && !state.next_turn.is_empty() {
+            if continues && (!state.next_turn.is_empty() || state.steered) {
                 state.begin_turn();
+                state.log.flush();
+            } else if inner.lineage.parent.is_some() {
+                // A child's news goes to its parent once it is idle; its
+                // waiters are released after that (`session/wait` on the
+                // tree never sees a gap between the two).
+                state.go_idle_quietly();
+                state.log.flush();
+                drop(state);
+                delegation::settled(&inner);
+                inner.state().activity.send_replace(false);
             } else {
                 state.go_idle();
+                state.log.flush();
             }
-            state.log.flush();
         }
     }
 }

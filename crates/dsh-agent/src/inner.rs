@@ -1,13 +1,15 @@
 //! What the [`Agent`](crate::Agent) handle, its loop task and its tools
 //! share.
 
+use crate::delegation::{Child, Lineage, SessionHost};
 use crate::profile::Profile;
 use crate::state::State;
 use dsh_llm::{Provider, RetryPolicy, Route};
 use dsh_protocol::catalog::ToolSpec;
+use dsh_session::{TreeNotice, UserMessage};
 use dsh_tools::{CancellationToken, SessionTools, ToolHost, ToolSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::Notify;
 
 /// Shared between the [`Agent`] handle and its loop task.
@@ -34,6 +36,14 @@ pub(crate) struct Inner {
     pub state: Mutex<State>,
     /// Wakes the loop task when a turn is begun.
     pub wake: Notify,
+    /// Where the agent sits in its session tree.
+    pub lineage: Lineage,
+    /// Creates child sessions (absent: delegation is unavailable).
+    pub sessions: Option<Arc<dyn SessionHost>>,
+    /// The children this agent started, oldest first.
+    pub children: Mutex<Vec<Child>>,
+    /// This agent, for the links its children keep.
+    pub this: Weak<Inner>,
 }
 
 impl Inner {
@@ -42,6 +52,48 @@ impl Inner {
     /// is a complete event append), so a poisoned lock is recovered.
     pub fn state(&self) -> MutexGuard<'_, State> {
         self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Delivers a message for the model (see [`State::deliver`]) and wakes
+    /// the loop when that began a turn. Returns whether it was delivered
+    /// (not to a disposed agent).
+    pub fn deliver(&self, message: UserMessage, on_claim: Option<TreeNotice>) -> bool {
+        let mut state = self.state();
+        let Some(woke) = state.deliver(message, on_claim) else {
+            return false;
+        };
+        if woke {
+            self.wake.notify_one();
+        }
+        state.log.flush();
+        true
+    }
+
+    /// Whether a turn is running or about to run.
+    pub fn is_running(&self) -> bool {
+        self.state().running
+    }
+
+    /// `running`, or how the last turn ended (`completed`, `error`,
+    /// `max-tokens`, `aborted`, `interrupted`), or `idle` before any turn.
+    pub fn agent_status(&self) -> &'static str {
+        let state = self.state();
+        if state.running {
+            return "running";
+        }
+        state
+            .last_end
+            .as_ref()
+            .and_then(|reason| reason.kind())
+            .unwrap_or("idle")
+    }
+
+    /// Locks the list of children (never held with [`Inner::state`] of
+    /// another agent taken after it; see [`crate::delegation`]).
+    pub fn children(&self) -> MutexGuard<'_, Vec<Child>> {
+        self.children
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }

@@ -10,6 +10,7 @@
 //! next step, until the model stops.
 
 mod agent;
+mod delegation;
 mod inner;
 mod profile;
 mod prose;
@@ -19,5 +20,6 @@ mod turn;
 mod working_directory;
 
 pub use agent::{Agent, AgentConfig, Start};
+pub use delegation::{HostError, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink, SessionHost};
 pub use profile::{ApprovalPolicy, PermissionMode, Profile, ProfileKind};
 pub use working_directory::WorkingDirectoryError;

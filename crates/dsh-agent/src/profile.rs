@@ -40,6 +40,9 @@ pub struct Profile {
     pub approval: ApprovalPolicy,
     /// Explicit system prompt (sdk-minimal's `DSH_SYSTEM_PROMPT`).
     pub system_prompt_override: Option<String>,
+    /// Whether a child cut at its token cap finished `ok` (`sdk`: true,
+    /// `$DSH_MAX_TOKENS_AS_SUCCESS`; `sdk-minimal`: false).
+    pub max_tokens_as_success: bool,
 }
 
 impl Profile {
@@ -55,6 +58,7 @@ impl Profile {
             permission_mode,
             approval,
             system_prompt_override: None,
+            max_tokens_as_success: true,
         }
     }
 
@@ -66,6 +70,16 @@ impl Profile {
             permission_mode: PermissionMode::DangerFullAccess,
             approval: ApprovalPolicy::Never,
             system_prompt_override: system_prompt.filter(|s| !s.trim().is_empty()),
+            max_tokens_as_success: false,
+        }
+    }
+
+    /// The profile of a child agent: the same, except that nobody answers
+    /// its approvals (`never`, as the official runtime delegates).
+    pub fn for_child(&self) -> Self {
+        Self {
+            approval: ApprovalPolicy::Never,
+            ..self.clone()
         }
     }
 

@@ -157,6 +157,93 @@ pub fn disposed_tool_result(started: bool) -> dsh_tools::ToolOutput {
     dsh_tools::ToolOutput::failure(text).with_error(code)
 }
 
+/// The result recorded for a tool call skipped because the turn was
+/// interrupted before it started.
+pub fn interrupted_tool_result() -> dsh_tools::ToolOutput {
+    dsh_tools::ToolOutput::failure(
+        "Error: the turn was interrupted before this tool call started; it had no effect.",
+    )
+    .with_error(dsh_tools::ToolErrorCode::ToolNotStarted)
+}
+
+/// The answer of a delegation tool where no child can be created.
+pub const DELEGATION_UNAVAILABLE: &str =
+    "Error: this runtime cannot start subagents here (no session host is available).";
+
+/// The refusal of a child's attempt to delegate further.
+pub fn depth_limit(max_depth: u64) -> String {
+    format!(
+        "Error: subagents may be nested at most {max_depth} level deep, and this agent is already at that depth. Do the work yourself, or report back to your parent with send_message."
+    )
+}
+
+/// The refusal of one child too many.
+pub fn fan_out_limit(max_active: usize) -> String {
+    format!(
+        "Error: at most {max_active} subagents may run at once. Wait for one to finish (its notice will arrive), or stop one with interrupt_agent."
+    )
+}
+
+/// The note appended to a child's task.
+pub fn parent_instructions(parent: &str) -> String {
+    format!(
+        "You are a subagent started by the agent of session {parent}. Work on the task above on your own; your final answer is passed to that agent when you finish. To ask it something or report progress before then, call send_message with agent_id \"{parent}\"."
+    )
+}
+
+/// The summary (first block) of a settled child's notice.
+pub fn subagent_settled_summary(
+    child: &str,
+    stop: dsh_protocol::notifications::SubagentStopReason,
+) -> String {
+    use dsh_protocol::notifications::SubagentStopReason as Stop;
+    let how = match stop {
+        Stop::Completed => "finished its task",
+        Stop::MaxTokens => "stopped at its output token limit",
+        Stop::Error => "stopped because of an error",
+        Stop::Aborted => "was interrupted",
+        Stop::Refusal => "declined the task",
+    };
+    format!("Subagent {child} {how}.")
+}
+
+/// The second block of a settled child's notice: what its task was.
+pub fn subagent_settled_label(label: &str) -> String {
+    format!("Task: {label}. Its final message follows.")
+}
+
+/// The third block of a settled child's notice when it said nothing.
+pub const NO_FINAL_MESSAGE: &str = "(the subagent gave no final message)";
+
+/// The summary (first block) of a message from another agent.
+pub fn agent_message_summary(sender: &str) -> String {
+    format!("Message from agent {sender}:")
+}
+
+/// The runtime-context sections of a child at `depth` (of `max_depth`),
+/// started by `parent`.
+pub fn delegation_sections(depth: u64, max_depth: u64, parent: &str) -> [Section; 3] {
+    let left = max_depth.saturating_sub(depth);
+    let tool = |name: &'static str, tool: &str| Section {
+        name,
+        text: if left == 0 {
+            format!("{tool}: not available at this depth (remaining delegation depth 0)")
+        } else {
+            format!("{tool}: remaining delegation depth {left}")
+        },
+    };
+    [
+        tool("tool:subagent:depth", "subagent"),
+        tool("tool:subagent_fork:depth", "subagent_fork"),
+        Section {
+            name: "subagent:delegation",
+            text: format!(
+                "You are a subagent of session {parent} (delegation depth {depth}). Your final answer is delivered to it; send_message reaches it earlier."
+            ),
+        },
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,8 @@ use dsh_protocol::catalog::{
     AbortReason, EventDraft, EventPayload, HeaderReason, InboxSpliced, InboxTarget, StepEnd,
     StepStart, ToolResult, TurnEnd, TurnEndReason, TurnStart,
 };
-use dsh_session::{EventLog, Message, SessionStatus, ToolMessage, UserMessage};
-use dsh_tools::ToolOutput;
+use dsh_session::{EventLog, Message, SessionStatus, ToolMessage, TreeNotice, UserMessage};
+use dsh_tools::{CancellationToken, ToolOutput};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -58,11 +58,32 @@ pub struct State {
     pub pending_calls: Vec<(String, Option<u64>)>,
     /// Set once disposal has closed the log; later appends are dropped.
     pub disposed: bool,
+    /// How the last turn ended.
+    pub last_end: Option<TurnEndReason>,
+    /// Cancelled when the agent is disposed: the parent of every turn's
+    /// token.
+    pub cancel: CancellationToken,
+    /// Cancels the open turn (`interrupt_agent`); replaced at each turn.
+    pub turn_cancel: CancellationToken,
+    /// Whether `next-step` holds input that must be answered (a steer, not
+    /// an inject): a turn that ends meanwhile is followed by another.
+    pub steered: bool,
+    /// Tree notifications to announce once the inbox entry they belong to
+    /// (by message id) is claimed.
+    pub on_claim: Vec<(String, TreeNotice)>,
+    /// History length when the open turn began: a fork inherits the
+    /// history before it (the completed turns).
+    pub turn_history_start: usize,
 }
 
 impl State {
     /// A fresh state over `log`.
-    pub fn new(log: EventLog, cwd: PathBuf, activity: watch::Sender<bool>) -> Self {
+    pub fn new(
+        log: EventLog,
+        cwd: PathBuf,
+        activity: watch::Sender<bool>,
+        cancel: CancellationToken,
+    ) -> Self {
         Self {
             log,
             next_turn: Vec::new(),
@@ -82,6 +103,12 @@ impl State {
             open_step: None,
             pending_calls: Vec::new(),
             disposed: false,
+            last_end: None,
+            turn_cancel: cancel.child_token(),
+            cancel,
+            steered: false,
+            on_claim: Vec::new(),
+            turn_history_start: 0,
         }
     }
 
@@ -124,7 +151,11 @@ impl State {
 
     /// `turn/end` with `reason`.
     pub fn end_turn(&mut self, turn: u32, reason: TurnEndReason) {
-        self.event(TurnEnd { turn, reason });
+        self.event(TurnEnd {
+            turn,
+            reason: reason.clone(),
+        });
+        self.last_end = Some(reason);
         self.open_turn = None;
     }
 
@@ -163,6 +194,7 @@ impl State {
                 self.event(InboxSpliced::cancel(target, queue.len()));
             }
         }
+        self.on_claim.clear();
         self.disposed = true;
     }
 
@@ -198,10 +230,13 @@ impl State {
         let turn = self.turn;
         self.event(TurnStart { turn });
         self.open_turn = Some(turn);
+        self.turn_history_start = self.history.len();
+        self.turn_cancel = self.cancel.child_token();
         let mut claimed = self.claim_next_step();
         if !self.next_turn.is_empty() {
             let prompt = self.next_turn.remove(0);
             self.event(InboxSpliced::claim(InboxTarget::NextTurn, 1));
+            self.announce_claimed(std::slice::from_ref(&prompt));
             claimed.push(prompt);
         }
         self.pending = Some(PendingTurn { turn, claimed });
@@ -213,8 +248,57 @@ impl State {
             return Vec::new();
         }
         let claimed = std::mem::take(&mut self.next_step);
+        self.steered = false;
         self.event(InboxSpliced::claim(InboxTarget::NextStep, claimed.len()));
+        self.announce_claimed(&claimed);
         claimed
+    }
+
+    /// Announces the tree notifications waiting for `claimed`.
+    fn announce_claimed(&mut self, claimed: &[UserMessage]) {
+        if self.on_claim.is_empty() {
+            return;
+        }
+        for message in claimed {
+            if let Some(i) = self.on_claim.iter().position(|(id, _)| *id == message.id) {
+                let (_, notice) = self.on_claim.remove(i);
+                self.log.announce(notice);
+            }
+        }
+    }
+
+    /// Delivers a message for the model: while a turn runs it joins the
+    /// next step (`next-step`, and the turn goes on until it is answered);
+    /// an idle agent gets it on `next-turn` and starts a turn. `on_claim` is
+    /// announced right after the claim that takes the message. Returns
+    /// whether a turn was begun (the caller wakes the loop), or `None` when
+    /// the agent is disposed and nothing was delivered.
+    pub fn deliver(&mut self, message: UserMessage, on_claim: Option<TreeNotice>) -> Option<bool> {
+        if self.disposed {
+            return None;
+        }
+        if let Some(notice) = on_claim {
+            self.on_claim.push((message.id.clone(), notice));
+        }
+        let (target, queue) = if self.running {
+            (InboxTarget::NextStep, &self.next_step)
+        } else {
+            (InboxTarget::NextTurn, &self.next_turn)
+        };
+        let start = queue.len();
+        self.event(InboxSpliced::insert(
+            target,
+            start,
+            std::slice::from_ref(&message),
+        ));
+        if target == InboxTarget::NextStep {
+            self.next_step.push(message);
+            self.steered = true;
+            Some(false)
+        } else {
+            self.next_turn.push(message);
+            Some(self.wake())
+        }
     }
 
     /// Announces `running` and starts a turn, if the agent was idle.
@@ -232,8 +316,14 @@ impl State {
     /// Announces `idle`, then releases waiters: a `session/wait` response
     /// must never overtake the `idle` notification.
     pub fn go_idle(&mut self) {
+        self.go_idle_quietly();
+        self.activity.send_replace(false);
+    }
+
+    /// Announces `idle` without releasing waiters yet (a child releases
+    /// them once its parent has its news).
+    pub fn go_idle_quietly(&mut self) {
         self.running = false;
         self.log.status(SessionStatus::Idle);
-        self.activity.send_replace(false);
     }
 }

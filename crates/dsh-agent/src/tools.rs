@@ -1,16 +1,21 @@
 //! Tool dispatch: the profile's tool library (`dsh-tools`) plus the tools
 //! that need the agent's own services (`working_directory`).
 
+use crate::delegation;
 use crate::inner::Inner;
 use crate::prose;
-use dsh_protocol::catalog::{ToolEvent, ToolSpec};
-use dsh_tools::{ToolContext, ToolHost, ToolOutput, ToolSet};
+use dsh_protocol::catalog::{SubagentProvider, ToolEvent, ToolSpec};
+use dsh_tools::{CancellationToken, ToolContext, ToolHost, ToolOutput, ToolSet};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// Name of the agent-implemented working-directory tool.
 const WORKING_DIRECTORY: &str = "working_directory";
+
+/// A tool only the `sdk` library has: agents of such a library also get the
+/// delegation tools (sdk-minimal advertises three tools only).
+const DELEGATING_LIBRARY_MARK: &str = "job_list";
 
 /// Appends tool events (`job/*`, `todo/write`, `approval/*`) to the session
 /// log of the agent that runs the tool.
@@ -47,10 +52,14 @@ pub(crate) fn shared_specs(library: &Arc<ToolSet>) -> Arc<Vec<ToolSpec>> {
     specs
 }
 
-/// The tools advertised to the model: the library's and
-/// `working_directory`, alphabetically.
+/// The tools advertised to the model: the library's, `working_directory`
+/// and (with the library's `bash`, the `sdk` roster) the delegation tools,
+/// alphabetically.
 fn specs(library: &ToolSet) -> Vec<ToolSpec> {
     let mut specs = library.specs();
+    if library.contains(DELEGATING_LIBRARY_MARK) {
+        specs.extend(delegation::specs());
+    }
     specs.push(ToolSpec {
         name: WORKING_DIRECTORY.into(),
         description: prose::WORKING_DIRECTORY_TOOL.into(),
@@ -70,9 +79,20 @@ pub(crate) async fn run(
     name: &str,
     arguments: &str,
     cwd: PathBuf,
+    cancel: &CancellationToken,
 ) -> ToolOutput {
     if name == WORKING_DIRECTORY {
         return working_directory(inner, arguments);
+    }
+    if inner.tools.contains(DELEGATING_LIBRARY_MARK) && delegation::DELEGATION_TOOLS.contains(&name)
+    {
+        return match name {
+            "subagent" => delegation::spawn(inner, arguments, SubagentProvider::Spawn),
+            "subagent_fork" => delegation::spawn(inner, arguments, SubagentProvider::Fork),
+            "send_message" => delegation::send_message(inner, arguments),
+            "interrupt_agent" => delegation::interrupt_agent(inner, arguments),
+            _ => delegation::list_agents(inner, arguments),
+        };
     }
     let ctx = ToolContext {
         session_id: inner.id.clone(),
@@ -82,7 +102,7 @@ pub(crate) async fn run(
         mode: inner.profile.permission_mode,
         host: Arc::clone(&inner.host),
         state: Arc::clone(&inner.session_tools),
-        cancel: inner.cancel.child_token(),
+        cancel: cancel.child_token(),
     };
     inner.tools.run(name, arguments, ctx).await
 }

@@ -8,15 +8,15 @@ use dsh_llm::{
     Accumulator, FinishReason, LlmFailure, LlmFailureCode, ModelRequest, Settled, StreamRecorder,
 };
 use dsh_protocol::catalog::{
-    AssistantAttempt, AssistantMessageEvent, EventDraft, LlmRetry, LlmRetryStarted, RequestContext,
-    RequestHeader, RequestHeaderBody, RetryMode, SessionTitle, SystemMessageEvent, TitleSource,
-    ToolCall, ToolErrorCode, TurnEndReason,
+    AbortReason, AssistantAttempt, AssistantMessageEvent, EventDraft, LlmRetry, LlmRetryStarted,
+    RequestContext, RequestHeader, RequestHeaderBody, RetryMode, SessionTitle, SystemMessageEvent,
+    TitleSource, ToolCall, ToolErrorCode, TurnEndReason,
 };
 use dsh_session::{
     AssistantMessage, Message, SystemMessage, UserMessage, new_message_id, now_ms, text_block,
     text_of,
 };
-use dsh_tools::ToolOutput;
+use dsh_tools::{CancellationToken, ToolOutput};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +30,7 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
     }
     let mut claimed = claimed;
     let mut step = 0u32;
+    let cancel = inner.state().turn_cancel.clone();
     loop {
         step += 1;
         let request = {
@@ -55,7 +56,17 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         let mut retry = 0u32;
         let retry_id = new_message_id();
         let (stream, content, usage, replay_state, finish) = loop {
-            let (stream, settled) = attempt(inner, request.clone()).await;
+            let (stream, settled) = attempt(inner, request.clone(), &cancel).await;
+            let Some(settled) = settled else {
+                let mut state = inner.state();
+                state.event(AssistantAttempt {
+                    turn,
+                    step,
+                    stream: &stream,
+                });
+                state.end_step(turn, step);
+                return interrupted();
+            };
             let failure = match settled {
                 Settled::Message {
                     content,
@@ -94,7 +105,13 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 });
                 delay_ms
             };
-            tokio::time::sleep(Duration::from_secs_f64(delay_ms.get() / 1000.0)).await;
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs_f64(delay_ms.get() / 1000.0)) => {}
+                () = cancel.cancelled() => {
+                    inner.state().end_step(turn, step);
+                    return interrupted();
+                }
+            }
             inner.state().event(LlmRetryStarted {
                 retry_id: retry_id.as_str(),
                 turn,
@@ -135,6 +152,14 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         // Calls run one after another, in model order; each result is
         // committed before the next call starts.
         for (n, (call_id, name, arguments)) in calls.iter().enumerate() {
+            if cancel.is_cancelled() {
+                let mut state = inner.state();
+                for (id, _, _) in calls.iter().skip(n) {
+                    state.tool_result(turn, step, id, None, prose::interrupted_tool_result());
+                }
+                state.end_step(turn, step);
+                return interrupted();
+            }
             let (call_seq, cwd) = {
                 let mut state = inner.state();
                 let seq = state.event(ToolCall {
@@ -162,13 +187,16 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 }
                 (seq, state.cwd.clone())
             };
-            let output = tools::run(inner, call_id, name, arguments, cwd).await;
+            let output = tools::run(inner, call_id, name, arguments, cwd, &cancel).await;
             inner
                 .state()
                 .tool_result(turn, step, call_id, Some(call_seq), output);
         }
         let mut state = inner.state();
         state.end_step(turn, step);
+        if cancel.is_cancelled() {
+            return interrupted();
+        }
         if calls.is_empty() && state.next_step.is_empty() {
             return TurnEndReason::Completed;
         }
@@ -348,6 +376,13 @@ fn runtime_context(inner: &Inner, state: &State) -> RuntimeContext {
             &inner.workspace,
         ));
         sections.push(prose::approval_section(inner.profile.approval.as_str()));
+        if let Some(parent) = &inner.lineage.parent {
+            sections.extend(prose::delegation_sections(
+                inner.lineage.depth,
+                crate::delegation::MAX_DEPTH,
+                &parent.id,
+            ));
+        }
     }
     let text = prose::context_text(&sections);
     let sections = sections.iter().map(|s| (s.name, s.text.as_str()));
@@ -356,20 +391,41 @@ fn runtime_context(inner: &Inner, state: &State) -> RuntimeContext {
     }
 }
 
-/// Streams one model attempt; returns the `stream` records and how it settled.
-async fn attempt(inner: &Inner, request: ModelRequest) -> (StreamRecorder, Settled) {
+/// The reason of a turn stopped by `interrupt_agent`.
+fn interrupted() -> TurnEndReason {
+    TurnEndReason::Aborted {
+        reason: AbortReason::Interrupted,
+    }
+}
+
+/// Streams one model attempt; returns the `stream` records and how it
+/// settled, or `None` when `cancel` stopped it first (the provider's
+/// stream is dropped).
+async fn attempt(
+    inner: &Inner,
+    request: ModelRequest,
+    cancel: &CancellationToken,
+) -> (StreamRecorder, Option<Settled>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     inner.provider.start(request, tx);
     let mut recorder = StreamRecorder::new();
     let mut accumulator = Accumulator::new();
-    while let Some(chunk) = rx.recv().await {
+    loop {
+        let chunk = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return (recorder, None),
+            chunk = rx.recv() => chunk,
+        };
+        let Some(chunk) = chunk else {
+            break;
+        };
         accumulator.push(&chunk);
         recorder.push(now_ms(), chunk);
         if accumulator.finished() {
             break;
         }
     }
-    (recorder, accumulator.settle(inner.provider.name()))
+    (recorder, Some(accumulator.settle(inner.provider.name())))
 }
 
 #[cfg(test)]

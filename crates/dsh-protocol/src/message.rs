@@ -74,6 +74,22 @@ impl UserMessage {
         Self::new(content, json!({"kind": kind}))
     }
 
+    /// A runtime notice in the inbox: `source: {kind, form: "notice",
+    /// summary, senderSessionId?}` (`subagent-settled` names the child it
+    /// is from; `tool-jobs` names no sender).
+    pub fn inbox_notice(
+        kind: &str,
+        content: Vec<Value>,
+        summary: &str,
+        sender: Option<&str>,
+    ) -> Self {
+        let mut source = json!({"kind": kind, "form": "notice", "summary": summary});
+        if let (Some(sender), Some(map)) = (sender, source.as_object_mut()) {
+            map.insert("senderSessionId".into(), json!(sender));
+        }
+        Self::new(content, source)
+    }
+
     /// The runtime-context snapshot: `source: {"kind":"runtime-context",
     /// "form":"snapshot","sections":[{name, text}…]}`.
     pub fn runtime_context<'a>(

@@ -1,6 +1,6 @@
 //! The four runtime → client notifications.
 
-use crate::catalog::SessionEvent;
+use crate::catalog::{SessionEvent, SubagentProvider, TurnEndReason};
 use serde::{Deserialize, Serialize};
 
 /// `session.event`.
@@ -52,12 +52,12 @@ pub struct SubagentStartedParams {
     pub child_session_id: String,
 }
 
-/// Params of `subagent.finished`.
+/// Params of `subagent.finished` (official key order).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentFinishedParams {
     /// `spawn` (tool `subagent`) or `fork` (tool `subagent_fork`).
-    pub provider: String,
+    pub provider: SubagentProvider,
     /// Equal to `child_session_id`.
     pub agent_id: String,
     /// The parent session.
@@ -65,10 +65,58 @@ pub struct SubagentFinishedParams {
     /// The finished child.
     pub child_session_id: String,
     /// `ok` or `error`.
-    pub status: String,
-    /// `completed | aborted | max-tokens | refusal | error`.
-    pub stop_reason: String,
+    pub status: SubagentStatus,
+    /// How the child's last turn ended.
+    pub stop_reason: SubagentStopReason,
     /// Content blocks of the child's final assistant output, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_assistant_message: Option<Vec<serde_json::Value>>,
+}
+
+/// `subagent.finished.status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubagentStatus {
+    /// Completed (or cut at the token cap while that counts as success).
+    Ok,
+    /// Anything else.
+    Error,
+}
+
+/// `subagent.finished.stopReason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubagentStopReason {
+    /// The turn completed.
+    Completed,
+    /// The turn was aborted or interrupted.
+    Aborted,
+    /// The reply was cut at the token cap.
+    MaxTokens,
+    /// The model refused (`blocked`; not produced by this runtime).
+    Refusal,
+    /// The turn failed.
+    Error,
+}
+
+impl SubagentStopReason {
+    /// The stop reason of a child whose last turn ended with `reason`.
+    pub fn of(reason: &TurnEndReason) -> Self {
+        match reason {
+            TurnEndReason::Completed => Self::Completed,
+            TurnEndReason::MaxTokens => Self::MaxTokens,
+            TurnEndReason::Error { .. } => Self::Error,
+            _ => Self::Aborted,
+        }
+    }
+
+    /// `ok` for `completed`, and for `max-tokens` when the profile counts
+    /// a cut reply as success; `error` otherwise.
+    pub fn status(self, max_tokens_as_success: bool) -> SubagentStatus {
+        match self {
+            Self::Completed => SubagentStatus::Ok,
+            Self::MaxTokens if max_tokens_as_success => SubagentStatus::Ok,
+            _ => SubagentStatus::Error,
+        }
+    }
 }

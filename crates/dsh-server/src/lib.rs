@@ -13,6 +13,7 @@
 //! `method` (the table) → `handlers` → `server` (the session registry),
 //! `publish`, `error`.
 
+mod children;
 mod error;
 mod handlers;
 mod method;

@@ -1,6 +1,8 @@
-use dsh_protocol::notifications::{SESSION_STATUS, SessionStatusParams, Status};
+use dsh_protocol::notifications::{
+    SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED, SessionStatusParams, Status,
+};
 use dsh_protocol::{FrameWriter, Outgoing};
-use dsh_session::{EventBytes, EventObserver, SessionStatus};
+use dsh_session::{EventBytes, EventObserver, SessionStatus, TreeNotice};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -46,6 +48,20 @@ impl EventObserver for Publisher {
         match Outgoing::notification(SESSION_STATUS, &params) {
             Ok(frame) => self.writer.send(frame),
             Err(err) => tracing::error!("session.status not sent: {err}"),
+        }
+    }
+
+    fn on_tree(&self, notice: &TreeNotice) {
+        if !self.live() {
+            return;
+        }
+        let frame = match notice {
+            TreeNotice::Started(params) => Outgoing::notification(SUBAGENT_STARTED, params),
+            TreeNotice::Finished(params) => Outgoing::notification(SUBAGENT_FINISHED, params),
+        };
+        match frame {
+            Ok(frame) => self.writer.send(frame),
+            Err(err) => tracing::error!("subagent notification not sent: {err}"),
         }
     }
 }

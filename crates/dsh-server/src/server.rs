@@ -1,8 +1,9 @@
 //! The server core: the session registry and what requests act on.
 
+use crate::children::ChildHost;
 use crate::error::RpcError;
 use crate::publish::Publisher;
-use dsh_agent::{Agent, AgentConfig, Profile, Start};
+use dsh_agent::{Agent, AgentConfig, Lineage, Profile, Start};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
 use dsh_protocol::{FrameWriter, Outgoing, RequestId};
 use dsh_session::store::{
@@ -82,6 +83,10 @@ impl Server {
         &self.inner
     }
 
+    pub(crate) fn from_inner(inner: Arc<ServerInner>) -> Self {
+        Self { inner }
+    }
+
     pub(crate) fn registry(&self) -> MutexGuard<'_, Registry> {
         // Every critical section leaves the registry consistent; recover
         // from a panic elsewhere rather than wedge the process.
@@ -91,7 +96,7 @@ impl Server {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn publisher(&self) -> Arc<Publisher> {
+    pub(crate) fn publisher(&self) -> Arc<Publisher> {
         Arc::new(Publisher::new(
             self.inner.writer.clone(),
             Arc::clone(&self.inner.muted),
@@ -114,6 +119,8 @@ impl Server {
             workspace,
             log,
             tools: Arc::clone(&self.inner.config.tools),
+            host: Some(Arc::new(ChildHost(Arc::downgrade(&self.inner)))),
+            lineage: Lineage::default(),
         }
     }
 
@@ -217,10 +224,14 @@ impl Server {
             registry.shutting_down = true;
             std::mem::take(&mut registry.sessions)
         };
-        for agent in sessions.values() {
+        // Children first: no child's news reaches a parent already closed,
+        // and every child's log is closed before its parent's.
+        let mut agents: Vec<_> = sessions.into_values().collect();
+        agents.sort_by_key(|agent| std::cmp::Reverse(agent.depth()));
+        for agent in &agents {
             agent.dispose();
         }
-        drop(sessions);
+        drop(agents);
     }
 
     /// Queues the answer to request `id`.

@@ -25,4 +25,6 @@ pub use dsh_protocol::message::{
     AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, new_message_id, text_block,
     text_of,
 };
-pub use log::{EventBytes, EventLog, EventObserver, LogUnwritable, SessionStatus, now_ms};
+pub use log::{
+    EventBytes, EventLog, EventObserver, LogUnwritable, SessionStatus, TreeNotice, now_ms,
+};

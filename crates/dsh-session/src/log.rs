@@ -1,6 +1,7 @@
 use crate::store::{SessionWriter, StoreError};
 use bytes::Bytes;
 use dsh_protocol::catalog::{EventDraft, EventPayload, SessionEvent};
+use dsh_protocol::notifications::{SubagentFinishedParams, SubagentStartedParams};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -64,6 +65,22 @@ pub trait EventObserver: Send + Sync {
     fn on_event(&self, session_id: &str, event: &EventBytes);
     /// A whole-agent status transition.
     fn on_status(&self, session_id: &str, status: SessionStatus);
+    /// A change of the session tree (`subagent.started`,
+    /// `subagent.finished`), ordered with the events of the session whose
+    /// log announced it.
+    fn on_tree(&self, notice: &TreeNotice) {
+        let _ = notice;
+    }
+}
+
+/// A session-tree notification, announced through a parent's log so that
+/// it keeps its place among the parent's events.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TreeNotice {
+    /// A child was created (before any of its events is notified).
+    Started(SubagentStartedParams),
+    /// A child settled and its parent took the news.
+    Finished(Box<SubagentFinishedParams>),
 }
 
 /// The append-only event log of one session: assigns `seq` (contiguous from
@@ -121,6 +138,8 @@ enum Unwritten {
     Event(EventBytes),
     /// A status transition announced after the events before it.
     Status(SessionStatus),
+    /// A tree notification announced after the events before it.
+    Tree(TreeNotice),
 }
 
 impl EventLog {
@@ -255,6 +274,25 @@ impl EventLog {
         }
     }
 
+    /// Announces a session-tree notification, ordered with the events like
+    /// [`status`](Self::status).
+    pub fn announce(&mut self, notice: TreeNotice) {
+        if self.unwritten.is_empty() {
+            if let Some(observer) = &self.observer {
+                observer.on_tree(&notice);
+            }
+        } else {
+            self.unwritten.push_back(Unwritten::Tree(notice));
+        }
+    }
+
+    /// Starts notifying this log's events and transitions to `observer`
+    /// (a child's log is published only after its creation events are
+    /// written, and after its parent announced it).
+    pub fn publish(&mut self, observer: Arc<dyn EventObserver>) {
+        self.observer = Some(observer);
+    }
+
     /// Hands every unwritten event to the writer (in order, stopping at one
     /// it refuses), writes them, and on success notifies everything written
     /// and the status transitions between them.
@@ -313,6 +351,11 @@ impl EventLog {
                         observer.on_status(&self.session_id, *status);
                     }
                 }
+                Unwritten::Tree(notice) => {
+                    if let Some(observer) = &self.observer {
+                        observer.on_tree(notice);
+                    }
+                }
             }
             self.unwritten.pop_front();
         }
@@ -328,7 +371,7 @@ fn hand_over(
 ) -> Result<(), StoreError> {
     let events = unwritten.iter().filter_map(|entry| match entry {
         Unwritten::Event(raw) => Some(raw),
-        Unwritten::Status(_) => None,
+        Unwritten::Status(_) | Unwritten::Tree(_) => None,
     });
     for raw in events.skip(*handed) {
         writer.append_line(raw.line())?;

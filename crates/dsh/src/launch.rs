@@ -229,7 +229,14 @@ impl Launch {
                     })?,
                 None => PermissionMode::WorkspaceWrite,
             };
-            Profile::sdk(mode)
+            let mut profile = Profile::sdk(mode);
+            if let Some(value) = env.get("DSH_MAX_TOKENS_AS_SUCCESS") {
+                profile.max_tokens_as_success = !matches!(
+                    value.trim().to_ascii_lowercase().as_str(),
+                    "0" | "false" | "no" | "off"
+                );
+            }
+            profile
         } else {
             Profile::sdk_minimal(env.get("DSH_SYSTEM_PROMPT"))
         };

@@ -354,6 +354,8 @@ impl Rig {
             workspace: self.workspace.clone(),
             log,
             tools: Arc::new(tools),
+            host: None,
+            lineage: dsh_agent::Lineage::default(),
         };
         (Agent::create(config, start), seen)
     }

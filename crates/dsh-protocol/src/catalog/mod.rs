@@ -24,6 +24,7 @@ mod envelope;
 mod inbox;
 mod llm;
 mod session;
+mod subagent;
 mod tool;
 mod tool_events;
 mod turn;
@@ -37,6 +38,7 @@ pub use session::{
     RequestHeaderBody, SandboxMode, SessionEndSeed, SessionTitle, TitleSource,
     WorkingDirectoryChange,
 };
+pub use subagent::{SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider};
 pub use tool::{ToolCall, ToolError, ToolResult, ToolSpec};
 pub use tool_events::{
     ApprovalAsked, ApprovalDecided, ApprovalOutcome, JobRegistered, JobSettled, JobStatus,
@@ -198,4 +200,8 @@ catalogue! {
     ApprovalAsked(ApprovalAsked),
     /// `approval/decided`.
     ApprovalDecided(ApprovalDecided),
+    /// `subagent/descriptor`.
+    SubagentDescriptor(SubagentDescriptor),
+    /// `subagent/catalog`.
+    SubagentCatalog(SubagentCatalog),
 }

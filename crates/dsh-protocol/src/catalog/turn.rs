@@ -68,6 +68,8 @@ impl TurnEndReason {
 pub enum AbortReason {
     /// The session was disposed (shutdown, end of input).
     Disposed,
+    /// Another agent stopped the turn (`interrupt_agent`).
+    Interrupted,
     /// A cause this runtime does not know.
     #[serde(other)]
     Other,

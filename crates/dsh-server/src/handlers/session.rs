@@ -12,7 +12,7 @@ pub async fn resume(server: &Server, params: JsonObject) -> Result<EmptyResult, 
     Ok(EmptyResult {})
 }
 
-/// `session/wait`: `{}` once the session is idle.
+/// `session/wait`: `{}` once the session and all its descendants are idle.
 pub async fn wait(server: &Server, params: JsonObject) -> Result<EmptyResult, RpcError> {
     server.initialized()?;
     let SessionParams { session_id } = SessionParams::validate_wait(params)?;
@@ -22,6 +22,6 @@ pub async fn wait(server: &Server, params: JsonObject) -> Result<EmptyResult, Rp
         server.initialized()?;
         return Err(RpcError::UnknownSession(session_id));
     };
-    agent.wait_idle().await;
+    agent.wait_tree_idle().await;
     Ok(EmptyResult {})
 }

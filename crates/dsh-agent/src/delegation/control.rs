@@ -1,0 +1,166 @@
+//! `send_message`, `interrupt_agent` and `list_agents`: what an agent may do
+//! with the agents around it.
+
+use super::{MAX_DEPTH, child};
+use crate::inner::Inner;
+use crate::prose;
+use dsh_protocol::catalog::ToolErrorCode;
+use dsh_session::{UserMessage, text_block};
+use dsh_tools::ToolOutput;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Source kind of a message from another agent.
+const AGENT_MESSAGE: &str = "agent-message";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendArgs {
+    agent_id: String,
+    message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentArgs {
+    agent_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    scope: Option<Scope>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Scope {
+    Children,
+    Descendants,
+}
+
+/// `send_message {agent_id, message}`: to one of this agent's children or
+/// to its parent. The recipient gets it on its next step when running, or
+/// as a new turn when idle.
+pub(crate) fn send_message(inner: &Inner, arguments: &str) -> ToolOutput {
+    let args: SendArgs = match parse(arguments) {
+        Ok(args) => args,
+        Err(refusal) => return refusal,
+    };
+    if args.message.trim().is_empty() {
+        return invalid("Error: parameter \"message\" must not be empty");
+    }
+    let summary = prose::agent_message_summary(&inner.id);
+    let message = UserMessage::inbox_notice(
+        AGENT_MESSAGE,
+        vec![text_block(summary.clone()), text_block(args.message)],
+        &summary,
+        Some(&inner.id),
+    );
+    let delivered = if let Some(agent) = child(inner, &args.agent_id) {
+        agent.inner().deliver(message, None)
+    } else if let Some(parent) = inner
+        .lineage
+        .parent
+        .as_ref()
+        .filter(|p| p.id == args.agent_id)
+        .and_then(|p| p.inner.upgrade())
+    {
+        parent.deliver(message, None)
+    } else {
+        return unknown_agent(&args.agent_id);
+    };
+    if delivered {
+        ToolOutput::text(format!("message sent to {}", args.agent_id))
+    } else {
+        ToolOutput::failure(format!(
+            "Error: agent {} is closed and cannot receive messages",
+            args.agent_id
+        ))
+        .with_error(ToolErrorCode::from("AGENT_CLOSED"))
+    }
+}
+
+/// `interrupt_agent {agent_id}`: stops the running turn of a child.
+pub(crate) fn interrupt_agent(inner: &Inner, arguments: &str) -> ToolOutput {
+    let args: AgentArgs = match parse(arguments) {
+        Ok(args) => args,
+        Err(refusal) => return refusal,
+    };
+    let Some(agent) = child(inner, &args.agent_id) else {
+        return unknown_agent(&args.agent_id);
+    };
+    if agent.interrupt() {
+        ToolOutput::text(format!("interrupted agent {}", args.agent_id))
+    } else {
+        ToolOutput::text(format!(
+            "agent {} was not running; nothing to interrupt",
+            args.agent_id
+        ))
+    }
+}
+
+/// `list_agents {scope?}`: this agent's children (default) or all its
+/// descendants, as JSON.
+pub(crate) fn list_agents(inner: &Inner, arguments: &str) -> ToolOutput {
+    let args: ListArgs = match parse(arguments) {
+        Ok(args) => args,
+        Err(refusal) => return refusal,
+    };
+    let scope = args.scope.unwrap_or(Scope::Children);
+    let mut agents = Vec::new();
+    collect(inner, scope, &mut agents, MAX_DEPTH + 1);
+    let text = serde_json::to_string_pretty(&json!({ "agents": agents }))
+        .unwrap_or_else(|_| "{\"agents\":[]}".to_owned());
+    ToolOutput::text(text)
+}
+
+/// Appends the children of `inner` (and, for descendants, theirs) to `out`,
+/// at most `levels` deep.
+fn collect(inner: &Inner, scope: Scope, out: &mut Vec<Value>, levels: u64) {
+    if levels == 0 {
+        return;
+    }
+    let children: Vec<(String, String, Arc<crate::Agent>)> = inner
+        .children()
+        .iter()
+        .map(|c| (c.id.clone(), c.label.clone(), Arc::clone(&c.agent)))
+        .collect();
+    for (id, label, agent) in children {
+        let child = agent.inner();
+        let status = child.agent_status();
+        out.push(json!({
+            "agentId": id,
+            "parentId": inner.id,
+            "label": label,
+            "status": status,
+        }));
+        if scope == Scope::Descendants {
+            collect(child, scope, out, levels - 1);
+        }
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(arguments: &str) -> Result<T, ToolOutput> {
+    let arguments = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    serde_json::from_str(arguments)
+        .map_err(|err| invalid(format!("Error: invalid arguments: {err}")))
+}
+
+fn invalid(text: impl Into<String>) -> ToolOutput {
+    ToolOutput::failure(text).with_error(ToolErrorCode::from("INVALID_ARGUMENTS"))
+}
+
+fn unknown_agent(id: &str) -> ToolOutput {
+    ToolOutput::failure(format!(
+        "Error: unknown agent {}: not a child or the parent of this agent",
+        Value::from(id)
+    ))
+    .with_error(ToolErrorCode::from("UNKNOWN_AGENT"))
+}

@@ -1,0 +1,82 @@
+//! A child's news for its parent: when the child goes idle, its parent gets
+//! a `subagent-settled` notice (a new turn if idle, the next step if
+//! running) and the client `subagent.finished` once the parent claims it.
+
+use crate::inner::Inner;
+use crate::prose;
+use dsh_protocol::notifications::{SubagentFinishedParams, SubagentStopReason};
+use dsh_session::{Message, TreeNotice, UserMessage, text_block};
+use serde_json::Value;
+
+/// Source kind of the notice.
+const SETTLED: &str = "subagent-settled";
+
+/// Tells the parent of `inner` (if it has one, still open) that `inner`
+/// settled. Called by the child's loop after it went idle, with no lock
+/// held.
+pub(crate) fn settled(inner: &Inner) {
+    let Some(link) = &inner.lineage.parent else {
+        return;
+    };
+    let Some(parent) = link.inner.upgrade() else {
+        return;
+    };
+    let (reason, last) = {
+        let state = inner.state();
+        if state.running || state.disposed {
+            return;
+        }
+        (state.last_end.clone(), last_assistant_text(&state.history))
+    };
+    let Some(reason) = reason else {
+        return;
+    };
+    let stop = SubagentStopReason::of(&reason);
+    let status = stop.status(inner.profile.max_tokens_as_success);
+    let summary = prose::subagent_settled_summary(&inner.id, stop);
+    let closing: String = last
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let content = vec![
+        text_block(summary.clone()),
+        text_block(prose::subagent_settled_label(&link.label)),
+        text_block(if closing.is_empty() {
+            prose::NO_FINAL_MESSAGE.to_owned()
+        } else {
+            closing
+        }),
+    ];
+    let finished = SubagentFinishedParams {
+        provider: link.provider,
+        agent_id: inner.id.clone(),
+        parent_session_id: link.id.clone(),
+        child_session_id: inner.id.clone(),
+        status,
+        stop_reason: stop,
+        last_assistant_message: (!last.is_empty()).then_some(last),
+    };
+    let notice = UserMessage::inbox_notice(SETTLED, content, &summary, Some(&inner.id));
+    parent.deliver(notice, Some(TreeNotice::Finished(Box::new(finished))));
+}
+
+/// The text blocks of the last assistant message in `history` (empty when
+/// the child never answered, or its last reply had no text).
+fn last_assistant_text(history: &[std::sync::Arc<Message>]) -> Vec<Value> {
+    history
+        .iter()
+        .rev()
+        .find_map(|m| match m.as_ref() {
+            Message::Assistant(reply) => Some(
+                reply
+                    .content
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .cloned()
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .unwrap_or_default()
+}

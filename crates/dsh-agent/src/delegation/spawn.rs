@@ -1,0 +1,201 @@
+//! `subagent` and `subagent_fork`: start a child agent in the background.
+
+use super::{Child, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink};
+use crate::agent::{Agent, AgentConfig, Start};
+use crate::inner::Inner;
+use crate::prose;
+use dsh_llm::Route;
+use dsh_protocol::catalog::{
+    SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider, ToolErrorCode,
+};
+use dsh_protocol::notifications::SubagentStartedParams;
+use dsh_session::store::SessionHeader;
+use dsh_session::{EventLog, Message, TreeNotice, now_ms, text_block};
+use dsh_tools::ToolOutput;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The arguments of both tools.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    description: String,
+    prompt: String,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+/// Starts a child of `inner` for the call's task and returns at once with
+/// its id; the child's news arrives later as a notice.
+pub(crate) fn spawn(inner: &Inner, arguments: &str, provider: SubagentProvider) -> ToolOutput {
+    match start(inner, arguments, provider) {
+        Ok(id) => ToolOutput::text(format!("started subagent {id}")),
+        Err(refusal) => refusal,
+    }
+}
+
+fn start(inner: &Inner, arguments: &str, provider: SubagentProvider) -> Result<String, ToolOutput> {
+    let args: Args = serde_json::from_str(arguments).map_err(|err| {
+        failure(
+            format!("Error: invalid arguments: {err}"),
+            "INVALID_ARGUMENTS",
+        )
+    })?;
+    if args.prompt.trim().is_empty() {
+        return Err(failure(
+            "Error: parameter \"prompt\" must not be empty",
+            "INVALID_ARGUMENTS",
+        ));
+    }
+    let Some(host) = inner.sessions.clone() else {
+        return Err(failure(
+            prose::DELEGATION_UNAVAILABLE,
+            "SUBAGENT_UNAVAILABLE",
+        ));
+    };
+    if inner.lineage.depth >= MAX_DEPTH {
+        return Err(failure(
+            prose::depth_limit(MAX_DEPTH),
+            "SUBAGENT_DEPTH_EXCEEDED",
+        ));
+    }
+    let active = inner
+        .children()
+        .iter()
+        .filter(|c| c.agent.inner().is_running())
+        .count();
+    if active >= MAX_ACTIVE_CHILDREN {
+        return Err(failure(
+            prose::fan_out_limit(MAX_ACTIVE_CHILDREN),
+            "SUBAGENT_LIMIT_EXCEEDED",
+        ));
+    }
+    let (cwd, seed) = {
+        let mut state = inner.state();
+        let here = state.effective_cwd(&inner.workspace);
+        let cwd = match args.cwd.as_deref().filter(|c| !c.is_empty()) {
+            None => here,
+            Some(dir) => resolve_dir(&here, dir)?,
+        };
+        let seed: Vec<Arc<Message>> = match provider {
+            SubagentProvider::Spawn => Vec::new(),
+            SubagentProvider::Fork => state.history[..state.turn_history_start].to_vec(),
+        };
+        (cwd, seed)
+    };
+    let id = uuid::Uuid::new_v4().to_string();
+    let created_at = now_ms();
+    let mut header = SessionHeader::subagent_child(
+        id.clone(),
+        created_at,
+        Some(cwd.to_string_lossy().into_owned()),
+        inner.id.clone(),
+        inner.lineage.depth + 1,
+    );
+    header.is_seeded = !seed.is_empty();
+    let log: EventLog = host.create_log(&header).map_err(|err| {
+        failure(
+            format!("Error: the subagent was not started: {err}"),
+            "SUBAGENT_START_FAILED",
+        )
+    })?;
+    let route = Route {
+        reasoning_effort: Some(inner.route.effort().to_owned()),
+        ..inner.route.clone()
+    };
+    let descriptor = SubagentDescriptor {
+        version: SubagentDescriptor::VERSION,
+        mode: SubagentMode::Continuable,
+        provider,
+        label: args.description.clone(),
+        agent_provider: route.provider.clone(),
+        agent_model: route.model.clone(),
+        agent_reasoning_effort: route.effort().to_owned(),
+    };
+    let config = AgentConfig {
+        session_id: id.clone(),
+        profile: Arc::new(inner.profile.for_child()),
+        route,
+        provider: Arc::clone(&inner.provider),
+        retry: inner.retry.clone(),
+        workspace: inner.workspace.clone(),
+        log,
+        tools: Arc::clone(&inner.tools),
+        host: Some(Arc::clone(&host)),
+        lineage: Lineage {
+            depth: inner.lineage.depth + 1,
+            parent: Some(ParentLink::of(inner, provider, &args.description)),
+        },
+    };
+    let child = Arc::new(Agent::create(
+        config,
+        Start::Child {
+            descriptor: Box::new(descriptor),
+            seed,
+        },
+    ));
+    {
+        let mut state = child.inner().state();
+        state.cwd = cwd;
+        state.log.flush();
+    }
+    if let Err(err) = host.register(&child) {
+        child.dispose();
+        return Err(failure(
+            format!("Error: the subagent was not started: {err}"),
+            "SUBAGENT_START_FAILED",
+        ));
+    }
+    // The client hears of the child before any of its events.
+    inner
+        .state()
+        .log
+        .announce(TreeNotice::Started(SubagentStartedParams {
+            parent_session_id: inner.id.clone(),
+            child_session_id: id.clone(),
+        }));
+    child.inner().state().log.publish(host.observer());
+    let task = vec![
+        text_block(args.prompt),
+        text_block(prose::parent_instructions(&inner.id)),
+    ];
+    if let Err(err) = child.prompt(task, |_| {}) {
+        child.dispose();
+        return Err(failure(
+            format!("Error: the subagent was not started: {err}"),
+            "SUBAGENT_START_FAILED",
+        ));
+    }
+    inner.children().push(Child {
+        id: id.clone(),
+        label: args.description.clone(),
+        agent: child,
+    });
+    inner.state().event(SubagentCatalog {
+        version: SubagentCatalog::VERSION,
+        child_id: id.clone(),
+        child_created_at: created_at,
+        mode: SubagentMode::Continuable,
+        label: args.description,
+    });
+    Ok(id)
+}
+
+/// `dir` against `here`: an existing directory, canonical.
+fn resolve_dir(here: &std::path::Path, dir: &str) -> Result<PathBuf, ToolOutput> {
+    match std::fs::canonicalize(here.join(dir)) {
+        Ok(path) if path.is_dir() => Ok(path),
+        _ => Err(failure(
+            format!(
+                "Error: cwd is not an existing directory: {}",
+                serde_json::Value::from(dir)
+            ),
+            "INVALID_ARGUMENTS",
+        )),
+    }
+}
+
+fn failure(text: impl Into<String>, code: &str) -> ToolOutput {
+    ToolOutput::failure(text).with_error(ToolErrorCode::from(code))
+}
