@@ -5,7 +5,8 @@ use crate::delegation;
 use crate::inner::Inner;
 use crate::prose;
 use dsh_protocol::catalog::{SubagentProvider, ToolEvent, ToolSpec};
-use dsh_tools::{CancellationToken, ToolContext, ToolHost, ToolOutput, ToolSet};
+use dsh_session::{UserMessage, text_block};
+use dsh_tools::{CancellationToken, JobNotice, ToolContext, ToolHost, ToolOutput, ToolSet};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -27,7 +28,22 @@ impl ToolHost for AgentHost {
             inner.state().event(event);
         }
     }
+
+    fn job_notice(&self, notice: JobNotice) {
+        if let Some(inner) = self.0.upgrade() {
+            let message = UserMessage::inbox_notice(
+                TOOL_JOBS,
+                vec![text_block(notice.text)],
+                &notice.summary,
+                None,
+            );
+            inner.deliver(message, None);
+        }
+    }
 }
+
+/// Source kind of a background job's notice.
+const TOOL_JOBS: &str = "tool-jobs";
 
 /// A tool library and the list advertised for it.
 type SharedSpecs = (Weak<ToolSet>, Arc<Vec<ToolSpec>>);

@@ -9,6 +9,24 @@ use dsh_protocol::catalog::ToolEvent;
 pub trait ToolHost: Send + Sync {
     /// Appends one session event.
     fn emit(&self, event: ToolEvent);
+
+    /// A background job ended after the call that started it returned:
+    /// the agent tells the model (a new turn when idle). Ignored by
+    /// default.
+    fn job_notice(&self, notice: JobNotice) {
+        let _ = notice;
+    }
+}
+
+/// The news of a background job's end, for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobNotice {
+    /// The job.
+    pub job_id: String,
+    /// One line: the job, its command, status and exit.
+    pub summary: String,
+    /// The notice text (the summary and where to read the output).
+    pub text: String,
 }
 
 /// A host that drops every event (for callers that do not log events).

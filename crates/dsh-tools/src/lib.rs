@@ -66,7 +66,7 @@ pub use context::ToolContext;
 pub use dsh_protocol::catalog::ToolSpec;
 pub use dsh_protocol::catalog::{Todo, TodoStatus};
 pub use dsh_protocol::catalog::{ToolError, ToolErrorCode};
-pub use host::{NullHost, ToolHost};
+pub use host::{JobNotice, NullHost, ToolHost};
 pub use jobs::render::OUTPUT_DISPLAY_LIMIT;
 pub use jobs::{
     DEFAULT_SPILL_MAX_BYTES, DEFAULT_SPILL_SESSION_MAX_BYTES, KEEP_TOOL_OUTPUT_VAR,

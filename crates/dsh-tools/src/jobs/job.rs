@@ -4,7 +4,7 @@
 use super::capture::Capture;
 use super::quota::{SpillLimits, SpillQuota, SpillTarget};
 use super::spill::SpillDir;
-use crate::{PermissionMode, ToolHost};
+use crate::{JobNotice, PermissionMode, ToolHost};
 use dsh_protocol::catalog::{
     JobRegistered, JobSettled, JobStatus, JobToolCall, SettleCause, ToolEvent,
 };
@@ -143,6 +143,10 @@ pub(crate) struct Job {
     /// Set when the session quota refused the `.log` file.
     over_quota: AtomicBool,
     end: watch::Sender<Option<JobEnd>>,
+    /// Whether the call that started the job has returned without its end
+    /// (moved to the background): its end is then announced as a notice.
+    /// Held while the job settles, so the two cannot miss each other.
+    background: Mutex<bool>,
 }
 
 impl Job {
@@ -180,6 +184,7 @@ impl Job {
             log: Mutex::new(LogFile::Unopened),
             over_quota: AtomicBool::new(false),
             end: watch::Sender::new(None),
+            background: Mutex::new(false),
         })
     }
 
@@ -251,8 +256,44 @@ impl Job {
         })
     }
 
-    /// Settles the job (once): emits `job/settled`, then wakes waiters.
+    /// Marks the job as running on after its call returned: its end will
+    /// be announced to the session as a notice (at once, if it has just
+    /// ended).
+    pub(crate) fn move_to_background(&self, host: &dyn ToolHost) {
+        let mut background = lock(&self.background);
+        *background = true;
+        if let Some(end) = self.end() {
+            host.job_notice(self.notice(&end));
+        }
+    }
+
+    /// The notice of a background job's end.
+    fn notice(&self, end: &JobEnd) -> JobNotice {
+        let status = match end.outcome.status() {
+            JobStatus::Completed => "completed",
+            _ => "failed",
+        };
+        let summary = format!(
+            "Background job {} ({}) ended: {status}, {}.",
+            self.id,
+            serde_json::Value::from(self.label.as_str()),
+            end.outcome.detail()
+        );
+        let text = format!(
+            "{summary} Its output is kept: call job_output with job_id \"{}\" to read it.",
+            self.id
+        );
+        JobNotice {
+            job_id: self.id.clone(),
+            summary,
+            text,
+        }
+    }
+
+    /// Settles the job (once): emits `job/settled`, then wakes waiters; a
+    /// job in the background also has its end announced as a notice.
     pub(crate) fn finish(&self, outcome: Outcome, host: &dyn ToolHost) {
+        let background = lock(&self.background);
         if self.end.borrow().is_some() {
             return;
         }
@@ -266,7 +307,12 @@ impl Job {
             outcome,
         };
         host.emit(ToolEvent::JobSettled(self.settled(&end)));
+        let notice = background.then(|| self.notice(&end));
         self.end.send_replace(Some(end));
+        drop(background);
+        if let Some(notice) = notice {
+            host.job_notice(notice);
+        }
     }
 
     /// How the job ended, if it has.

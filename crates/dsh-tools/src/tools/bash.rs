@@ -143,6 +143,7 @@ impl Bash {
             return ToolOutput::failure(format!("Error: {text}"));
         }
         if args.run_in_background == Some(true) {
+            job.move_to_background(ctx.host.as_ref());
             return ToolOutput::text(format!(
                 "Started background job {}. Read its output with job_output and stop it with job_kill.",
                 job.id
@@ -152,6 +153,7 @@ impl Bash {
         let end = tokio::select! {
             end = job.wait(None) => end,
             () = tokio::time::sleep(timeout) => {
+                job.move_to_background(ctx.host.as_ref());
                 let note = format!(
                     "[still running after {}ms; moved to background job {}]",
                     timeout.as_millis(),
