@@ -38,7 +38,9 @@
 //!
 //! The shorthand `reasoning` and `text` come before any `blocks`; a reply
 //! has content or an `error`, never both. `stop` defaults to `tool_use` when the reply has a tool call, else
-//! `end_turn`. Tool-call `arguments` given as a string are sent verbatim
+//! `end_turn`. In tool-call `arguments`, `{{agent:N}}` stands for the id of
+//! the N-th subagent the session started (from 0; read from its history's
+//! `started subagent <id>` results). Tool-call `arguments` given as a string are sent verbatim
 //! (useful for truncated JSON under `max_tokens`). `usage: {input_tokens,
 //! output_tokens}` overrides the default estimate (a quarter of the
 //! characters). A request after the last reply fails with code
@@ -428,8 +430,11 @@ impl ScriptedProvider {
                 let index = next
                     .entry((request.session_id.clone(), script.key))
                     .or_insert(answered);
-                let reply = script.replies.get(*index).cloned();
+                let mut reply = script.replies.get(*index).cloned();
                 *index += 1;
+                if let Some(reply) = &mut reply {
+                    substitute_agent_ids(reply, &request.messages);
+                }
                 reply.ok_or_else(|| {
                     LlmFailure::new(
                         LlmFailureCode::ScriptExhausted,
@@ -441,6 +446,44 @@ impl ScriptedProvider {
                 })
             }
         }
+    }
+}
+
+/// What a scripted tool call writes for "the id of the N-th subagent this
+/// session started" (from 0): `{{agent:N}}`, replaced by the id its history
+/// shows in the N-th `started subagent <id>` tool result.
+const AGENT_PLACEHOLDER: &str = "{{agent:";
+
+/// Replaces every `{{agent:N}}` in the reply's tool-call arguments.
+fn substitute_agent_ids(reply: &mut Reply, messages: &[Arc<Message>]) {
+    let ids: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| match m.as_ref() {
+            Message::Tool(t) => text_of(&t.content)
+                .find_map(|text| text.strip_prefix("started subagent "))
+                .map(str::trim),
+            _ => None,
+        })
+        .collect();
+    for block in &mut reply.blocks {
+        if let Some(call) = &mut block.tool_call
+            && let Some(arguments) = &mut call.arguments
+        {
+            replace_in(arguments, &ids);
+        }
+    }
+}
+
+fn replace_in(value: &mut Value, ids: &[&str]) {
+    match value {
+        Value::String(text) if text.contains(AGENT_PLACEHOLDER) => {
+            for (n, id) in ids.iter().enumerate() {
+                *text = text.replace(&format!("{AGENT_PLACEHOLDER}{n}}}}}"), id);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| replace_in(v, ids)),
+        Value::Object(map) => map.values_mut().for_each(|v| replace_in(v, ids)),
+        _ => {}
     }
 }
 
