@@ -198,25 +198,29 @@ pub fn subagent_settled_summary(
 ) -> String {
     use dsh_protocol::notifications::SubagentStopReason as Stop;
     let how = match stop {
-        Stop::Completed => "finished its task",
-        Stop::MaxTokens => "stopped at its output token limit",
-        Stop::Error => "stopped because of an error",
-        Stop::Aborted => "was interrupted",
+        Stop::Completed => "has finished its task",
+        Stop::MaxTokens => "stopped at its output token limit before finishing",
+        Stop::Error => "stopped on an error before finishing",
+        Stop::Aborted => "was stopped before finishing",
         Stop::Refusal => "declined the task",
     };
-    format!("Subagent {child} {how}.")
+    format!("Subagent {child} {how}; it does nothing more unless you send it a message.")
 }
 
-/// The second block of a settled child's notice: what its task was.
+/// The second block of a settled child's notice when a final message (the
+/// third block) follows.
 pub fn subagent_settled_label(label: &str) -> String {
-    format!("Task: {label}. Its final message follows.")
+    format!("Task \"{label}\"; the subagent's last message follows.")
 }
 
-/// The third block of a settled child's notice when it said nothing.
-pub const NO_FINAL_MESSAGE: &str = "(the subagent gave no final message)";
+/// The second (and last) block of a settled child's notice when it said
+/// nothing.
+pub fn subagent_no_final_message(label: &str) -> String {
+    format!("Task \"{label}\"; the subagent left no final message.")
+}
 
-/// The summary (first block) of a message from another agent.
-pub fn agent_message_summary(sender: &str) -> String {
+/// The first block of a message relayed from another agent.
+pub fn agent_message_heading(sender: &str) -> String {
     format!("Message from agent {sender}:")
 }
 

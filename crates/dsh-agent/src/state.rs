@@ -270,15 +270,14 @@ impl State {
     /// Delivers a message for the model: while a turn runs it joins the
     /// next step (`next-step`, and the turn goes on until it is answered);
     /// an idle agent gets it on `next-turn` and starts a turn. `on_claim` is
-    /// announced right after the claim that takes the message. Returns
+    /// announced right after the splice when running, else right after the
+    /// claim that takes the message (as the official runtime orders
+    /// `subagent.finished`). Returns
     /// whether a turn was begun (the caller wakes the loop), or `None` when
     /// the agent is disposed and nothing was delivered.
     pub fn deliver(&mut self, message: UserMessage, on_claim: Option<TreeNotice>) -> Option<bool> {
         if self.disposed {
             return None;
-        }
-        if let Some(notice) = on_claim {
-            self.on_claim.push((message.id.clone(), notice));
         }
         let (target, queue) = if self.running {
             (InboxTarget::NextStep, &self.next_step)
@@ -292,10 +291,17 @@ impl State {
             std::slice::from_ref(&message),
         ));
         if target == InboxTarget::NextStep {
+            // A running agent: the news is told at once.
+            if let Some(notice) = on_claim {
+                self.log.announce(notice);
+            }
             self.next_step.push(message);
             self.steered = true;
             Some(false)
         } else {
+            if let Some(notice) = on_claim {
+                self.on_claim.push((message.id.clone(), notice));
+            }
             self.next_turn.push(message);
             Some(self.wake())
         }

@@ -42,9 +42,6 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 state.end_step(turn, step);
                 return reason;
             }
-            if step > 1 {
-                claimed = state.claim_next_step();
-            }
             let request =
                 prepare_request(inner, &mut state, turn, step, std::mem::take(&mut claimed));
             if let Some(reason) = log_failure(&state) {
@@ -200,6 +197,9 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         if calls.is_empty() && state.next_step.is_empty() {
             return TurnEndReason::Completed;
         }
+        // What arrived during the step joins the next one: claimed between
+        // the two steps, as the official runtime does.
+        claimed = state.claim_next_step();
     }
 }
 
@@ -391,10 +391,11 @@ fn runtime_context(inner: &Inner, state: &State) -> RuntimeContext {
     }
 }
 
-/// The reason of a turn stopped by `interrupt_agent`.
+/// The reason of a turn stopped by `interrupt_agent`: aborted by the
+/// parent.
 fn interrupted() -> TurnEndReason {
     TurnEndReason::Aborted {
-        reason: AbortReason::Interrupted,
+        reason: AbortReason::Parent,
     }
 }
 

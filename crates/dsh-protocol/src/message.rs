@@ -90,6 +90,15 @@ impl UserMessage {
         Self::new(content, source)
     }
 
+    /// A message relayed from another agent: `source: {kind, form:
+    /// "relay", senderSessionId}`.
+    pub fn relay(kind: &str, content: Vec<Value>, sender: &str) -> Self {
+        Self::new(
+            content,
+            json!({"kind": kind, "form": "relay", "senderSessionId": sender}),
+        )
+    }
+
     /// The runtime-context snapshot: `source: {"kind":"runtime-context",
     /// "form":"snapshot","sections":[{name, text}…]}`.
     pub fn runtime_context<'a>(

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// Source kind of a message from another agent.
+/// Source kind of a message from another agent (`form: "relay"`).
 const AGENT_MESSAGE: &str = "agent-message";
 
 #[derive(Deserialize)]
@@ -52,12 +52,19 @@ pub(crate) fn send_message(inner: &Inner, arguments: &str) -> ToolOutput {
     if args.message.trim().is_empty() {
         return invalid("Error: parameter \"message\" must not be empty");
     }
-    let summary = prose::agent_message_summary(&inner.id);
-    let message = UserMessage::inbox_notice(
+    if args.agent_id == inner.id {
+        return unauthorized(format!(
+            "Error: agent {} cannot send a message to itself",
+            Value::from(inner.id.as_str())
+        ));
+    }
+    let message = UserMessage::relay(
         AGENT_MESSAGE,
-        vec![text_block(summary.clone()), text_block(args.message)],
-        &summary,
-        Some(&inner.id),
+        vec![
+            text_block(prose::agent_message_heading(&inner.id)),
+            text_block(args.message),
+        ],
+        &inner.id,
     );
     let delivered = if let Some(agent) = child(inner, &args.agent_id) {
         agent.inner().deliver(message, None)
@@ -73,13 +80,9 @@ pub(crate) fn send_message(inner: &Inner, arguments: &str) -> ToolOutput {
         return unknown_agent(&args.agent_id);
     };
     if delivered {
-        ToolOutput::text(format!("message sent to {}", args.agent_id))
+        ToolOutput::text(format!("message delivered to agent {}", args.agent_id))
     } else {
-        ToolOutput::failure(format!(
-            "Error: agent {} is closed and cannot receive messages",
-            args.agent_id
-        ))
-        .with_error(ToolErrorCode::from("AGENT_CLOSED"))
+        unknown_agent(&args.agent_id)
     }
 }
 
@@ -89,17 +92,17 @@ pub(crate) fn interrupt_agent(inner: &Inner, arguments: &str) -> ToolOutput {
         Ok(args) => args,
         Err(refusal) => return refusal,
     };
+    if args.agent_id == inner.id {
+        return unauthorized(format!(
+            "Error: agent {} cannot interrupt itself",
+            Value::from(inner.id.as_str())
+        ));
+    }
     let Some(agent) = child(inner, &args.agent_id) else {
         return unknown_agent(&args.agent_id);
     };
-    if agent.interrupt() {
-        ToolOutput::text(format!("interrupted agent {}", args.agent_id))
-    } else {
-        ToolOutput::text(format!(
-            "agent {} was not running; nothing to interrupt",
-            args.agent_id
-        ))
-    }
+    agent.interrupt();
+    ToolOutput::text(format!("interrupt requested for agent {}", args.agent_id))
 }
 
 /// `list_agents {scope?}`: this agent's children (default) or all its
@@ -157,10 +160,15 @@ fn invalid(text: impl Into<String>) -> ToolOutput {
     ToolOutput::failure(text).with_error(ToolErrorCode::from("INVALID_ARGUMENTS"))
 }
 
+/// The official answer for an id that names no agent this one may reach.
 fn unknown_agent(id: &str) -> ToolOutput {
     ToolOutput::failure(format!(
-        "Error: unknown agent {}: not a child or the parent of this agent",
+        "Error: subagent {} is unavailable",
         Value::from(id)
     ))
-    .with_error(ToolErrorCode::from("UNKNOWN_AGENT"))
+    .with_error(ToolErrorCode::NotResumable)
+}
+
+fn unauthorized(text: String) -> ToolOutput {
+    ToolOutput::failure(text).with_error(ToolErrorCode::Unauthorized)
 }

@@ -39,15 +39,20 @@ pub(crate) fn settled(inner: &Inner) {
         .filter_map(|b| b.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("\n");
-    let content = vec![
-        text_block(summary.clone()),
-        text_block(prose::subagent_settled_label(&link.label)),
-        text_block(if closing.is_empty() {
-            prose::NO_FINAL_MESSAGE.to_owned()
-        } else {
-            closing
-        }),
-    ];
+    // As the official notice: the summary, then either a label and the
+    // child's closing text, or a note that it left none.
+    let content = if closing.is_empty() {
+        vec![
+            text_block(summary.clone()),
+            text_block(prose::subagent_no_final_message(&link.label)),
+        ]
+    } else {
+        vec![
+            text_block(summary.clone()),
+            text_block(prose::subagent_settled_label(&link.label)),
+            text_block(closing),
+        ]
+    };
     let finished = SubagentFinishedParams {
         provider: link.provider,
         agent_id: inner.id.clone(),

@@ -128,6 +128,11 @@ codes! {
         ToolOutcomeUnknown = "TOOL_OUTCOME_UNKNOWN",
         /// The call was never dispatched.
         ToolNotStarted = "TOOL_NOT_STARTED",
+        /// The agent named is not one this agent may address.
+        NotResumable = "NOT_RESUMABLE",
+        /// The agent may not do this to the agent named (itself, another
+        /// parent's child).
+        Unauthorized = "UNAUTHORIZED",
     }
 }
 
@@ -140,6 +145,7 @@ impl ToolErrorCode {
             Self::SessionLogUnwritable => "SessionLogError",
             Self::ToolOutcomeUnknown => "ToolOutcomeUnknownError",
             Self::ToolNotStarted => "ToolNotStartedError",
+            Self::NotResumable | Self::Unauthorized => "SubagentError",
             Self::Other(_) => "ToolError",
         }
     }

@@ -68,8 +68,8 @@ impl TurnEndReason {
 pub enum AbortReason {
     /// The session was disposed (shutdown, end of input).
     Disposed,
-    /// Another agent stopped the turn (`interrupt_agent`).
-    Interrupted,
+    /// The parent agent stopped the turn (`interrupt_agent`).
+    Parent,
     /// A cause this runtime does not know.
     #[serde(other)]
     Other,
