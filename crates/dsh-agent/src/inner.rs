@@ -76,20 +76,6 @@ impl Inner {
         self.state().running
     }
 
-    /// `running`, or how the last turn ended (`completed`, `error`,
-    /// `max-tokens`, `aborted`, `interrupted`), or `idle` before any turn.
-    pub fn agent_status(&self) -> &'static str {
-        let state = self.state();
-        if state.running {
-            return "running";
-        }
-        state
-            .last_end
-            .as_ref()
-            .and_then(|reason| reason.kind())
-            .unwrap_or("idle")
-    }
-
     /// Locks the list of children (never held with [`Inner::state`] of
     /// another agent taken after it; see [`crate::delegation`]).
     pub fn children(&self) -> MutexGuard<'_, Vec<Child>> {

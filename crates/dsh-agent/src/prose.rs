@@ -170,20 +170,6 @@ pub fn interrupted_tool_result() -> dsh_tools::ToolOutput {
 pub const DELEGATION_UNAVAILABLE: &str =
     "Error: this runtime cannot start subagents here (no session host is available).";
 
-/// The refusal of a child's attempt to delegate further.
-pub fn depth_limit(max_depth: u64) -> String {
-    format!(
-        "Error: subagents may be nested at most {max_depth} level deep, and this agent is already at that depth. Do the work yourself, or report back to your parent with send_message."
-    )
-}
-
-/// The refusal of one child too many.
-pub fn fan_out_limit(max_active: usize) -> String {
-    format!(
-        "Error: at most {max_active} subagents may run at once. Wait for one to finish (its notice will arrive), or stop one with interrupt_agent."
-    )
-}
-
 /// The note appended to a child's task.
 pub fn parent_instructions(parent: &str) -> String {
     format!(

@@ -147,8 +147,12 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         // argument text is not copied to run its call.
         let calls: Vec<(&str, &str, &str)> = tool_calls(&reply).collect();
         // Calls run one after another, in model order; each result is
-        // committed before the next call starts.
-        for (n, (call_id, name, arguments)) in calls.iter().enumerate() {
+        // committed before the next call starts. A run of consecutive
+        // delegation calls records all its `tool/call`s first (the
+        // official runtime runs them as one parallel batch).
+        let mut n = 0;
+        while n < calls.len() {
+            let end = batch_end(&calls, n);
             if cancel.is_cancelled() {
                 let mut state = inner.state();
                 for (id, _, _) in calls.iter().skip(n) {
@@ -157,37 +161,46 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 state.end_step(turn, step);
                 return interrupted();
             }
-            let (call_seq, cwd) = {
+            let (seqs, cwd) = {
                 let mut state = inner.state();
-                let seq = state.event(ToolCall {
-                    turn,
-                    step,
-                    call_id,
-                    name,
-                    arguments,
-                });
-                if let Some(pending) = state.pending_calls.iter_mut().find(|(id, _)| id == call_id)
-                {
-                    pending.1 = Some(seq);
+                let mut seqs = Vec::with_capacity(end - n);
+                for (call_id, name, arguments) in &calls[n..end] {
+                    let seq = state.event(ToolCall {
+                        turn,
+                        step,
+                        call_id,
+                        name,
+                        arguments,
+                    });
+                    if let Some(pending) =
+                        state.pending_calls.iter_mut().find(|(id, _)| id == call_id)
+                    {
+                        pending.1 = Some(seq);
+                    }
+                    seqs.push(seq);
                 }
                 // Barrier before a tool runs: its call is on disk first.
                 state.log.flush();
                 if let Some(reason) = log_failure(&state) {
-                    // No tool runs whose call is not on disk: this call and
-                    // the ones after it get a failed result.
+                    // No tool runs whose call is not on disk: these calls and
+                    // the ones after them get a failed result.
                     for (i, (id, _, _)) in calls.iter().enumerate().skip(n) {
-                        let seq = (i == n).then_some(seq);
+                        let seq = seqs.get(i - n).copied();
                         state.tool_result(turn, step, id, seq, not_run(&reason));
                     }
                     state.end_step(turn, step);
                     return reason;
                 }
-                (seq, state.cwd.clone())
+                (seqs, state.cwd.clone())
             };
-            let output = tools::run(inner, call_id, name, arguments, cwd, &cancel).await;
-            inner
-                .state()
-                .tool_result(turn, step, call_id, Some(call_seq), output);
+            for ((call_id, name, arguments), call_seq) in calls[n..end].iter().zip(seqs) {
+                let output =
+                    tools::run(inner, call_id, name, arguments, cwd.clone(), &cancel).await;
+                inner
+                    .state()
+                    .tool_result(turn, step, call_id, Some(call_seq), output);
+            }
+            n = end;
         }
         let mut state = inner.state();
         state.end_step(turn, step);
@@ -201,6 +214,20 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         // the two steps, as the official runtime does.
         claimed = state.claim_next_step();
     }
+}
+
+/// The end of the batch of calls starting at `start`: consecutive calls of
+/// the tools the official runtime runs in parallel (`subagent`,
+/// `subagent_fork`), or the one call at `start`.
+fn batch_end(calls: &[(&str, &str, &str)], start: usize) -> usize {
+    let parallel = |name: &str| matches!(name, "subagent" | "subagent_fork");
+    if !parallel(calls[start].1) {
+        return start + 1;
+    }
+    calls[start..]
+        .iter()
+        .position(|(_, name, _)| !parallel(name))
+        .map_or(calls.len(), |len| start + len)
 }
 
 /// The `turn/end` reason of a turn stopped because its session log cannot

@@ -8,7 +8,7 @@ use dsh_protocol::catalog::ToolErrorCode;
 use dsh_session::{UserMessage, text_block};
 use dsh_tools::ToolOutput;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Source kind of a message from another agent (`form: "relay"`).
@@ -106,23 +106,26 @@ pub(crate) fn interrupt_agent(inner: &Inner, arguments: &str) -> ToolOutput {
 }
 
 /// `list_agents {scope?}`: this agent's children (default) or all its
-/// descendants, as JSON.
+/// descendants, one line each as the official runtime lists them:
+/// `<id> [running|inactive] — <label>` (descendants also show
+/// `parent=<id> depth=<n>`), or `(no subagents)`.
 pub(crate) fn list_agents(inner: &Inner, arguments: &str) -> ToolOutput {
     let args: ListArgs = match parse(arguments) {
         Ok(args) => args,
         Err(refusal) => return refusal,
     };
     let scope = args.scope.unwrap_or(Scope::Children);
-    let mut agents = Vec::new();
-    collect(inner, scope, &mut agents, MAX_DEPTH + 1);
-    let text = serde_json::to_string_pretty(&json!({ "agents": agents }))
-        .unwrap_or_else(|_| "{\"agents\":[]}".to_owned());
-    ToolOutput::text(text)
+    let mut lines = Vec::new();
+    collect(inner, scope, &mut lines, MAX_DEPTH + 1);
+    if lines.is_empty() {
+        return ToolOutput::text("(no subagents)");
+    }
+    ToolOutput::text(lines.join("\n"))
 }
 
 /// Appends the children of `inner` (and, for descendants, theirs) to `out`,
 /// at most `levels` deep.
-fn collect(inner: &Inner, scope: Scope, out: &mut Vec<Value>, levels: u64) {
+fn collect(inner: &Inner, scope: Scope, out: &mut Vec<String>, levels: u64) {
     if levels == 0 {
         return;
     }
@@ -133,13 +136,18 @@ fn collect(inner: &Inner, scope: Scope, out: &mut Vec<Value>, levels: u64) {
         .collect();
     for (id, label, agent) in children {
         let child = agent.inner();
-        let status = child.agent_status();
-        out.push(json!({
-            "agentId": id,
-            "parentId": inner.id,
-            "label": label,
-            "status": status,
-        }));
+        let status = if child.is_running() {
+            "running"
+        } else {
+            "inactive"
+        };
+        out.push(match scope {
+            Scope::Children => format!("{id} [{status}] — {label}"),
+            Scope::Descendants => format!(
+                "{id} [{status}] parent={} depth={} — {label}",
+                inner.id, child.lineage.depth
+            ),
+        });
         if scope == Scope::Descendants {
             collect(child, scope, out, levels - 1);
         }

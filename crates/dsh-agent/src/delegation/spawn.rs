@@ -55,10 +55,11 @@ fn start(inner: &Inner, arguments: &str, provider: SubagentProvider) -> Result<S
         ));
     };
     if inner.lineage.depth >= MAX_DEPTH {
-        return Err(failure(
-            prose::depth_limit(MAX_DEPTH),
-            "SUBAGENT_DEPTH_EXCEEDED",
-        ));
+        // As the official runtime answers: no error code.
+        return Err(ToolOutput::failure(format!(
+            "Error: subagent depth {} exceeds maxDepth {MAX_DEPTH}",
+            inner.lineage.depth + 1
+        )));
     }
     let active = inner
         .children()
@@ -66,10 +67,10 @@ fn start(inner: &Inner, arguments: &str, provider: SubagentProvider) -> Result<S
         .filter(|c| c.agent.inner().is_running())
         .count();
     if active >= MAX_ACTIVE_CHILDREN {
-        return Err(failure(
-            prose::fan_out_limit(MAX_ACTIVE_CHILDREN),
-            "SUBAGENT_LIMIT_EXCEEDED",
-        ));
+        return Err(ToolOutput::failure(format!(
+            "Error: subagent limit reached (active child limit: {MAX_ACTIVE_CHILDREN}); wait for an existing child to finish or complete this work with the current agents"
+        ))
+        .with_error(ToolErrorCode::ActivationLimitReached));
     }
     let (cwd, seed) = {
         let mut state = inner.state();
@@ -186,16 +187,17 @@ fn start(inner: &Inner, arguments: &str, provider: SubagentProvider) -> Result<S
 fn resolve_dir(here: &std::path::Path, dir: &str) -> Result<PathBuf, ToolOutput> {
     match std::fs::canonicalize(here.join(dir)) {
         Ok(path) if path.is_dir() => Ok(path),
-        _ => Err(failure(
-            format!(
-                "Error: cwd is not an existing directory: {}",
-                serde_json::Value::from(dir)
-            ),
-            "INVALID_ARGUMENTS",
-        )),
+        _ => Err(invalid(format!(
+            "Error: invalid arguments: \"cwd\" is not an existing directory: {}",
+            serde_json::Value::from(dir)
+        ))),
     }
 }
 
 fn failure(text: impl Into<String>, code: &str) -> ToolOutput {
     ToolOutput::failure(text).with_error(ToolErrorCode::from(code))
+}
+
+fn invalid(text: impl Into<String>) -> ToolOutput {
+    ToolOutput::failure(text).with_error(ToolErrorCode::InvalidArgs)
 }

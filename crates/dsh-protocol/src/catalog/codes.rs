@@ -133,6 +133,10 @@ codes! {
         /// The agent may not do this to the agent named (itself, another
         /// parent's child).
         Unauthorized = "UNAUTHORIZED",
+        /// As many children as a parent may run are running.
+        ActivationLimitReached = "ACTIVATION_LIMIT_REACHED",
+        /// The arguments do not fit the tool's schema.
+        InvalidArgs = "INVALID_ARGS",
     }
 }
 
@@ -145,7 +149,10 @@ impl ToolErrorCode {
             Self::SessionLogUnwritable => "SessionLogError",
             Self::ToolOutcomeUnknown => "ToolOutcomeUnknownError",
             Self::ToolNotStarted => "ToolNotStartedError",
-            Self::NotResumable | Self::Unauthorized => "SubagentError",
+            Self::NotResumable | Self::Unauthorized | Self::ActivationLimitReached => {
+                "SubagentError"
+            }
+            Self::InvalidArgs => "ToolArgsError",
             Self::Other(_) => "ToolError",
         }
     }
