@@ -359,7 +359,7 @@ def test_interrupt_agent_stops_a_running_child(make_harness, base_dir):
     assert text(results[4]) == f"{child} [inactive] parent=parent depth=1 — Slow"
 
 
-def test_fork_sees_the_parents_completed_turns(make_harness, base_dir):
+def test_fork_sees_the_parents_completed_turns(make_harness, base_dir, dsh_home):
     model = write(
         base_dir,
         [
@@ -378,6 +378,46 @@ def test_fork_sees_the_parents_completed_turns(make_harness, base_dir):
     [finished] = tree.of("subagent.finished")
     assert finished["provider"] == "fork"
     assert finished["lastAssistantMessage"] == [{"type": "text", "text": "FORK-OK"}]
+    [log] = list(dsh_home.glob(f"sessions/*/{child}/session.v4.jsonl*"))
+    lines = read_log(log)
+    assert lines[0]["isSeeded"] is True
+    [parent_log] = list(dsh_home.glob("sessions/*/parent/session.v4.jsonl*"))
+    parent = read_log(parent_log)
+    first_end = next(e["seq"] for e in parent[1:] if e["type"] == "turn/end")
+    # The parent's first turn, copied event for event, then the seam.
+    assert lines[1 : first_end + 2] == parent[1 : first_end + 2]
+    seam = lines[first_end + 2]
+    assert (seam["type"], seam["data"], seam["seq"]) == ("session/end-seed", {"inherited": True}, first_end + 1)
+    assert [e["type"] for e in lines[first_end + 3 : first_end + 6]] == [
+        "subagent/descriptor", "sandbox/mode", "approval/policy",
+    ]
+    assert lines[first_end + 3]["data"]["provider"] == "fork"
+    # The child's own turn continues the parent's numbering, is announced
+    # as a resumed request and does not repeat the system prompt.
+    events = tree.events(child)
+    assert events[0]["seq"] == first_end + 5
+    assert next(e for e in events if e["type"] == "turn/start")["data"]["turn"] == 2
+    assert "system/message" not in [e["type"] for e in events]
+    assert next(e for e in events if e["type"] == "request/header")["data"]["reason"] == "resume"
+    # The model saw the parent's first turn before its task.
+    texts = [e["data"]["message"]["content"][0]["text"] for e in lines if e["type"] == "assistant/message"]
+    assert texts == ["FIRST-ANSWER", "FORK-OK"]
+
+
+def test_fork_in_the_first_turn_starts_fresh(make_harness, base_dir, dsh_home):
+    model = write(
+        base_dir,
+        [call("subagent_fork", task("Forked", "TASK-FORK"), "f1"), {"text": "forked"}, {"text": "saw fork"}],
+        [{"when": "TASK-FORK", "replies": [{"text": "FORK-OK"}]}],
+    )
+    tree = Tree(make_harness(model=model), "parent")
+    tree.run("Fork now")
+    tree.wait()
+    [child] = tree.children()
+    [log] = list(dsh_home.glob(f"sessions/*/{child}/session.v4.jsonl*"))
+    lines = read_log(log)
+    assert lines[0]["isSeeded"] is False
+    assert lines[1]["type"] == "subagent/descriptor" and lines[1]["data"]["provider"] == "fork"
 
 
 def test_background_job_wakes_an_idle_agent(make_harness, base_dir):

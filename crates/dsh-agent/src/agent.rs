@@ -1,13 +1,13 @@
 use crate::delegation::{self, Lineage, SessionHost};
 use crate::inner::Inner;
-use crate::profile::Profile;
+use crate::profile::{PermissionMode, Profile};
 use crate::state::State;
 use crate::tools::{self, AgentHost};
 use crate::turn;
 use dsh_llm::{Provider, RetryPolicy, Route};
 use dsh_protocol::catalog::{
-    ApprovalPolicy, HeaderReason, InboxSpliced, InboxTarget, PermissionPreset, SandboxMode,
-    SubagentDescriptor, TurnEndReason,
+    ApprovalPolicy, EventDraft, HeaderReason, InboxSpliced, InboxTarget, PermissionPreset,
+    SandboxMode, SessionEndSeed, SessionEvent, SubagentDescriptor, TurnEndReason,
 };
 use dsh_session::store::ResumeFacts;
 use dsh_session::{EventLog, LogUnwritable, Message, SystemMessage, UserMessage, text_of};
@@ -52,15 +52,33 @@ pub enum Start {
     /// A stored session continues: its state is rebuilt from the log's
     /// facts and nothing is appended.
     Resumed(Box<ResumeFacts>),
-    /// A new child session: its descriptor and the delegated policies are
-    /// appended (to disk only: the log is not published yet), and it starts
-    /// from `seed` (a fork's inherited history; empty for a spawn).
+    /// A new child session: a fork's inherited events (then
+    /// `session/end-seed {"inherited": true}`), its descriptor and the
+    /// delegated policies are appended (to disk only: the log is not
+    /// published yet).
     Child {
         /// The child's `subagent/descriptor`.
         descriptor: Box<SubagentDescriptor>,
-        /// Inherited model-visible history.
-        seed: Vec<Arc<Message>>,
+        /// What a fork inherits; `None` for a spawn (or a fork before any
+        /// completed turn).
+        seed: Option<Box<Seed>>,
     },
+}
+
+/// What a forked child inherits from its parent's completed turns.
+pub struct Seed {
+    /// The parent's events through its last `turn/end`, copied verbatim.
+    pub events: Vec<SessionEvent>,
+    /// The model-visible history they hold.
+    pub history: Vec<Arc<Message>>,
+    /// The last completed turn's number (the child's next turn follows it).
+    pub turn: u32,
+    /// The system prompt and runtime context last sent in them.
+    pub system_prompt: Option<String>,
+    /// See `system_prompt`.
+    pub runtime_context: Option<String>,
+    /// Whether the parent had a title.
+    pub titled: bool,
 }
 
 /// One session's agent: a handle whose loop task runs turns in the
@@ -99,6 +117,9 @@ impl Agent {
             }
             Start::Resumed(facts) => restore(&mut state, *facts),
             Start::Child { descriptor, seed } => {
+                if let Some(seed) = seed {
+                    inherit(&mut state, *seed);
+                }
                 state.event(*descriptor);
                 state.event(SandboxMode {
                     mode: profile.permission_mode.as_str(),
@@ -108,7 +129,12 @@ impl Agent {
                     policy: profile.approval.as_str(),
                     source: Some(DELEGATION),
                 });
-                state.history = seed;
+                // As the official runtime writes a full-access child.
+                if profile.permission_mode == PermissionMode::DangerFullAccess {
+                    state.event(PermissionPreset {
+                        preset: profile.permission_mode.as_str(),
+                    });
+                }
             }
         }
         let specs = tools::shared_specs(&config.tools);
@@ -277,9 +303,48 @@ impl Drop for Agent {
 /// `source` of the policies a child inherits from its parent.
 const DELEGATION: &str = "delegation";
 
+/// Copies a fork's inherited events into the child's log and takes over
+/// the state they describe.
+fn inherit(state: &mut State, seed: Seed) {
+    for event in seed.events {
+        let data = match event.typed() {
+            Ok(data) => data,
+            Err(err) => {
+                tracing::error!(
+                    session = state.log.session_id(),
+                    "inherited event not copied: {err}"
+                );
+                continue;
+            }
+        };
+        state.emit(EventDraft {
+            data,
+            source_event_seqs: event.source_event_seqs,
+            surface_op: event.surface_op,
+            time: Some(event.time),
+        });
+    }
+    state.event(SessionEndSeed {
+        inherited: Some(true),
+    });
+    state.history = seed.history;
+    state.turn = seed.turn;
+    state.system_prompt = seed.system_prompt;
+    state.runtime_context = seed.runtime_context;
+    state.titled = seed.titled;
+    state.header_reason = Some(HeaderReason::Resume);
+    state.context_announced = true;
+}
+
 /// Rebuilds the agent state of a stored session.
 fn restore(state: &mut State, facts: ResumeFacts) {
     state.turn = u32::try_from(facts.last_turn).unwrap_or(u32::MAX);
+    // Everything stored is complete once repaired: a fork copies it all.
+    state.completed = state
+        .log
+        .next_seq()
+        .checked_sub(1)
+        .map(|seq| (seq, state.turn));
     state.titled = facts.has_title;
     if let Some(cwd) = facts.cwd {
         state.cwd = PathBuf::from(cwd);

@@ -19,7 +19,7 @@ mod tools;
 mod turn;
 mod working_directory;
 
-pub use agent::{Agent, AgentConfig, Start};
+pub use agent::{Agent, AgentConfig, Seed, Start};
 pub use delegation::{HostError, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink, SessionHost};
 pub use profile::{ApprovalPolicy, PermissionMode, Profile, ProfileKind};
 pub use working_directory::WorkingDirectoryError;

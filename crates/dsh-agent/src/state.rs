@@ -74,6 +74,9 @@ pub struct State {
     /// History length when the open turn began: a fork inherits the
     /// history before it (the completed turns).
     pub turn_history_start: usize,
+    /// The seq and number of the last `turn/end`, if any: a fork copies
+    /// the log through it.
+    pub completed: Option<(u64, u32)>,
 }
 
 impl State {
@@ -109,6 +112,7 @@ impl State {
             steered: false,
             on_claim: Vec::new(),
             turn_history_start: 0,
+            completed: None,
         }
     }
 
@@ -151,10 +155,11 @@ impl State {
 
     /// `turn/end` with `reason`.
     pub fn end_turn(&mut self, turn: u32, reason: TurnEndReason) {
-        self.event(TurnEnd {
+        let seq = self.event(TurnEnd {
             turn,
             reason: reason.clone(),
         });
+        self.completed = Some((seq, turn));
         self.last_end = Some(reason);
         self.open_turn = None;
     }

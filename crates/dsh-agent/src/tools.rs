@@ -103,8 +103,8 @@ pub(crate) async fn run(
     if inner.tools.contains(DELEGATING_LIBRARY_MARK) && delegation::DELEGATION_TOOLS.contains(&name)
     {
         return match name {
-            "subagent" => delegation::spawn(inner, arguments, SubagentProvider::Spawn),
-            "subagent_fork" => delegation::spawn(inner, arguments, SubagentProvider::Fork),
+            "subagent" => delegation::spawn(inner, arguments, SubagentProvider::Spawn).await,
+            "subagent_fork" => delegation::spawn(inner, arguments, SubagentProvider::Fork).await,
             "send_message" => delegation::send_message(inner, arguments),
             "interrupt_agent" => delegation::interrupt_agent(inner, arguments),
             _ => delegation::list_agents(inner, arguments),

@@ -217,6 +217,11 @@ impl EventLog {
             .count()
     }
 
+    /// Where the log is stored, if it is persisted.
+    pub fn location(&self) -> Option<&crate::store::SessionLocation> {
+        self.writer.as_ref().map(SessionWriter::location)
+    }
+
     /// The session this log belongs to.
     pub fn session_id(&self) -> &str {
         &self.session_id

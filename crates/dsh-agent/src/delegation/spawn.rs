@@ -1,7 +1,7 @@
 //! `subagent` and `subagent_fork`: start a child agent in the background.
 
 use super::{Child, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink};
-use crate::agent::{Agent, AgentConfig, Start};
+use crate::agent::{Agent, AgentConfig, Seed, Start};
 use crate::inner::Inner;
 use crate::prose;
 use dsh_llm::Route;
@@ -9,8 +9,8 @@ use dsh_protocol::catalog::{
     SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider, ToolErrorCode,
 };
 use dsh_protocol::notifications::SubagentStartedParams;
-use dsh_session::store::SessionHeader;
-use dsh_session::{EventLog, Message, TreeNotice, now_ms, text_block};
+use dsh_session::store::{SessionHeader, SessionLocation, SessionReader};
+use dsh_session::{EventLog, TreeNotice, now_ms, text_block};
 use dsh_tools::ToolOutput;
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -28,14 +28,22 @@ struct Args {
 
 /// Starts a child of `inner` for the call's task and returns at once with
 /// its id; the child's news arrives later as a notice.
-pub(crate) fn spawn(inner: &Inner, arguments: &str, provider: SubagentProvider) -> ToolOutput {
-    match start(inner, arguments, provider) {
+pub(crate) async fn spawn(
+    inner: &Inner,
+    arguments: &str,
+    provider: SubagentProvider,
+) -> ToolOutput {
+    match start(inner, arguments, provider).await {
         Ok(id) => ToolOutput::text(format!("started subagent {id}")),
         Err(refusal) => refusal,
     }
 }
 
-fn start(inner: &Inner, arguments: &str, provider: SubagentProvider) -> Result<String, ToolOutput> {
+async fn start(
+    inner: &Inner,
+    arguments: &str,
+    provider: SubagentProvider,
+) -> Result<String, ToolOutput> {
     let args: Args = serde_json::from_str(arguments).map_err(|err| {
         failure(
             format!("Error: invalid arguments: {err}"),
@@ -79,11 +87,28 @@ fn start(inner: &Inner, arguments: &str, provider: SubagentProvider) -> Result<S
             None => here,
             Some(dir) => resolve_dir(&here, dir)?,
         };
-        let seed: Vec<Arc<Message>> = match provider {
-            SubagentProvider::Spawn => Vec::new(),
-            SubagentProvider::Fork => state.history[..state.turn_history_start].to_vec(),
+        let seed = match (provider, state.completed, state.log.location()) {
+            (SubagentProvider::Fork, Some((through, turn)), Some(location)) => Some((
+                location.clone(),
+                through,
+                Seed {
+                    events: Vec::new(),
+                    history: state.history[..state.turn_history_start].to_vec(),
+                    turn,
+                    system_prompt: state.system_prompt.clone(),
+                    runtime_context: state.runtime_context.clone(),
+                    titled: state.titled,
+                },
+            )),
+            _ => None,
         };
         (cwd, seed)
+    };
+    let seed = match seed {
+        Some((location, through, seed)) => {
+            Some(Box::new(inherited(location, through, seed).await?))
+        }
+        None => None,
     };
     let id = uuid::Uuid::new_v4().to_string();
     let created_at = now_ms();
@@ -94,7 +119,7 @@ fn start(inner: &Inner, arguments: &str, provider: SubagentProvider) -> Result<S
         inner.id.clone(),
         inner.lineage.depth + 1,
     );
-    header.is_seeded = !seed.is_empty();
+    header.is_seeded = seed.is_some();
     let log: EventLog = host.create_log(&header).map_err(|err| {
         failure(
             format!("Error: the subagent was not started: {err}"),
@@ -181,6 +206,39 @@ fn start(inner: &Inner, arguments: &str, provider: SubagentProvider) -> Result<S
         label: args.description,
     });
     Ok(id)
+}
+
+/// `seed` with the parent's stored events through seq `through` (read off
+/// the async workers: the log may be long).
+async fn inherited(
+    location: SessionLocation,
+    through: u64,
+    mut seed: Seed,
+) -> Result<Seed, ToolOutput> {
+    let read = tokio::task::spawn_blocking(move || {
+        let mut events = Vec::new();
+        SessionReader::read_each(&location, |event| {
+            if event.seq <= through {
+                events.push(event);
+            }
+        })
+        .map(|_| events)
+    })
+    .await;
+    match read {
+        Ok(Ok(events)) => {
+            seed.events = events;
+            Ok(seed)
+        }
+        Ok(Err(err)) => Err(failure(
+            format!("Error: the subagent was not started: the parent's log cannot be read: {err}"),
+            "SUBAGENT_START_FAILED",
+        )),
+        Err(err) => Err(failure(
+            format!("Error: the subagent was not started: {err}"),
+            "SUBAGENT_START_FAILED",
+        )),
+    }
 }
 
 /// `dir` against `here`: an existing directory, canonical.

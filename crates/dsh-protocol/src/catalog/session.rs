@@ -120,7 +120,12 @@ pub struct WorkingDirectoryChange {
 }
 kind!(WorkingDirectoryChange, "working-directory/change");
 
-/// `session/end-seed {}`: appended by every resume, disk only.
+/// `session/end-seed {}`: appended by every resume, disk only; `{"inherited":
+/// true}` ends the events a forked child copied from its parent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionEndSeed {}
+pub struct SessionEndSeed {
+    /// Set on the seam of a fork's inherited events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherited: Option<bool>,
+}
 kind!(SessionEndSeed, "session/end-seed");

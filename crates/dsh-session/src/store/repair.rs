@@ -125,7 +125,7 @@ impl Tail {
             drafts.push(EventDraft::new(Event::TurnEnd(end)).at(last_time));
         }
         if !drafts.is_empty() || !self.ends_seeded {
-            let seed = Event::SessionEndSeed(SessionEndSeed {});
+            let seed = Event::SessionEndSeed(SessionEndSeed::default());
             drafts.push(EventDraft::new(seed).at(now_ms.max(last_time)));
         }
         drafts
