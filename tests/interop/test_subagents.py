@@ -474,3 +474,54 @@ def test_sdk_minimal_has_no_delegation_tools(make_harness, base_dir, profile):
     [result] = tree.tool_results()
     assert result["isError"] is True and "unknown tool" in text(result)
     assert tree.children() == []
+
+
+def test_resume_after_sigkill_repairs_and_reopens_a_running_child(make_harness, base_dir, dsh_home):
+    model = write(
+        base_dir,
+        [
+            call("subagent", task("Doomed", "TASK-DOOMED"), "c1"),
+            {"text": "Delegated."},
+            # After the resume:
+            calls(("list_agents", {}, "l1"), ("send_message", {"agent_id": "{{agent:0}}", "message": "AGAIN"}, "m1")),
+            {"text": "Asked again."},
+            {"text": "Saw the second answer."},
+        ],
+        [{"when": "TASK-DOOMED", "replies": [{"text": "never", "delay_ms": 60000}]}],
+    )
+    # The second process plays the child's answer to the parent's message
+    # (the interrupted reply left nothing in its history to count).
+    parent_replies = json.loads(Path(model).read_text())["replies"]
+    after = write(base_dir, parent_replies, [{"when": "TASK-DOOMED", "replies": [{"text": "SECOND-ANSWER"}]}], "after.json")
+    first = Tree(make_harness(model=model), "parent")
+    first.run("Delegate")
+    [child] = first.children()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "step/start" not in [e["type"] for e in first.events(child)]:
+        time.sleep(0.02)  # polling interval only
+    first.client._proc.kill()
+    first.client._proc.wait()
+
+    harness = make_harness(model=after)
+    harness.start()
+    subscription = harness.client.subscribe_session_notifications("parent")
+    session = harness.resume_session("parent")
+    # The child's interrupted turn was repaired on disk when its parent resumed.
+    [log] = list(dsh_home.glob(f"sessions/*/{child}/session.v4.jsonl*"))
+    tail = read_log(log)[-3:]
+    assert [e["type"] for e in tail] == ["step/end", "turn/end", "session/end-seed"]
+    assert tail[1]["data"]["reason"] == {"kind": "interrupted"}
+    # Resuming the reopened child answers {} and re-announces the edge.
+    harness.resume_session(child)
+    result = run_bounded(session, "Check on it")
+    assert result.final_response == "Asked again."
+    harness.client.request("session/wait", {"sessionId": "parent"}, response_model=Empty, timeout_seconds=FRAME_TIMEOUT)
+    seen: list = []
+    subscription.drain(seen.append)
+    started = [n.payload for n in seen if n.method == "subagent.started"]
+    assert started and all(p == {"parentSessionId": "parent", "childSessionId": child} for p in started)
+    results = [e["data"]["message"] for e in result.events if e["type"] == "tool/result"]
+    assert text(results[0]) == f"{child} [inactive] — Doomed"
+    assert text(results[1]) == f"message delivered to agent {child}"
+    finished = [n.payload for n in seen if n.method == "subagent.finished"]
+    assert finished[-1]["lastAssistantMessage"] == [{"type": "text", "text": "SECOND-ANSWER"}]

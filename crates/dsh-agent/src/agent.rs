@@ -9,8 +9,11 @@ use dsh_protocol::catalog::{
     ApprovalPolicy, EventDraft, HeaderReason, InboxSpliced, InboxTarget, PermissionPreset,
     SandboxMode, SessionEndSeed, SessionEvent, SubagentDescriptor, TurnEndReason,
 };
+use dsh_protocol::notifications::SubagentStartedParams;
 use dsh_session::store::ResumeFacts;
-use dsh_session::{EventLog, LogUnwritable, Message, SystemMessage, UserMessage, text_of};
+use dsh_session::{
+    EventLog, LogUnwritable, Message, SystemMessage, TreeNotice, UserMessage, text_of,
+};
 use dsh_tools::{CancellationToken, SessionTools, ToolSet};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -263,6 +266,42 @@ impl Agent {
             .iter()
             .map(|c| Arc::clone(&c.agent))
             .collect()
+    }
+
+    /// Takes back a child restored from its log (a resumed parent's
+    /// child): it is listed again and the client is told of the edge
+    /// (`subagent.started`) through this session's log.
+    pub fn adopt(&self, child: Arc<Agent>, label: &str) {
+        let id = child.id().to_owned();
+        {
+            let mut children = self.inner.children();
+            if children.iter().any(|c| c.id == id) {
+                return;
+            }
+            children.push(delegation::Child {
+                id: id.clone(),
+                label: label.to_owned(),
+                agent: child,
+            });
+        }
+        self.announce_child(&id);
+    }
+
+    /// Tells the client again that `child` belongs to this session
+    /// (`subagent.started`), as a resume of an open child does.
+    pub fn announce_child(&self, child: &str) {
+        self.inner
+            .state()
+            .log
+            .announce(TreeNotice::Started(SubagentStartedParams {
+                parent_session_id: self.inner.id.clone(),
+                child_session_id: child.to_owned(),
+            }));
+    }
+
+    /// The parent session of a child.
+    pub fn parent_id(&self) -> Option<&str> {
+        self.inner.lineage.parent.as_ref().map(|p| p.id.as_str())
     }
 
     /// 0 for a root session, 1 for its children.

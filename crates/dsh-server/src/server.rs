@@ -3,11 +3,12 @@
 use crate::children::ChildHost;
 use crate::error::RpcError;
 use crate::publish::Publisher;
-use dsh_agent::{Agent, AgentConfig, Lineage, Profile, Start};
+use dsh_agent::{Agent, AgentConfig, Lineage, ParentLink, Profile, Start};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
+use dsh_protocol::catalog::{SubagentCatalog, SubagentProvider};
 use dsh_protocol::{FrameWriter, Outgoing, RequestId};
 use dsh_session::store::{
-    Encoding, ResumeFacts, ResumeScan, SessionHeader, SessionStore, SessionWriter,
+    Encoding, ReadLog, ResumeFacts, ResumeScan, SessionHeader, SessionStore, SessionWriter,
 };
 use dsh_session::{EventLog, EventObserver, now_ms};
 use dsh_tools::ToolSet;
@@ -185,29 +186,128 @@ impl Server {
         let init = self.initialized()?;
         {
             let mut registry = self.registry();
-            if registry.sessions.contains_key(id) || !registry.opening.insert(id.to_owned()) {
+            if let Some(open) = registry.sessions.get(id) {
+                // A child its parent's resume reopened: resuming it again
+                // re-announces the edge, as the official runtime does.
+                if let Some(parent) = open.parent_id().and_then(|p| registry.sessions.get(p)) {
+                    parent.announce_child(id);
+                    return Ok(());
+                }
+                return Err(RpcError::AlreadyOpen(id.to_owned()));
+            }
+            if !registry.opening.insert(id.to_owned()) {
                 return Err(RpcError::AlreadyOpen(id.to_owned()));
             }
         }
         let opening = Opening { server: self, id };
+        let read = self.read_off_loop(id, &init).await?;
+        let children = read.facts.children.clone();
+        let depth = read.header.delegation_depth;
+        let agent = {
+            let mut registry = self.registry();
+            opening.release(&mut registry);
+            if registry.shutting_down {
+                return Err(RpcError::ShuttingDown);
+            }
+            let lineage = Lineage {
+                depth,
+                parent: None,
+            };
+            let agent = Arc::new(self.restore(id, &init, read, lineage));
+            registry.sessions.insert(id.to_owned(), Arc::clone(&agent));
+            agent
+        };
+        if depth == 0 {
+            self.resume_children(&agent, &init, children).await;
+        }
+        Ok(())
+    }
+
+    /// Reopens the children a resumed parent started (their interrupted
+    /// turns are repaired like any resumed log), so that they can be
+    /// listed, messaged and waited on again. A child that cannot be opened
+    /// (gone, locked by another runtime, corrupt) is left out, with a line
+    /// on stderr.
+    async fn resume_children(
+        &self,
+        parent: &Arc<Agent>,
+        init: &Initialized,
+        children: Vec<SubagentCatalog>,
+    ) {
+        for child in children {
+            let id = child.child_id.as_str();
+            {
+                let mut registry = self.registry();
+                if registry.shutting_down {
+                    return;
+                }
+                if let Some(open) = registry.sessions.get(id) {
+                    if open.parent_id() == Some(parent.id()) {
+                        parent.adopt(Arc::clone(open), &child.label);
+                    }
+                    continue;
+                }
+                if !registry.opening.insert(id.to_owned()) {
+                    continue;
+                }
+            }
+            let opening = Opening { server: self, id };
+            let read = match self.read_off_loop(id, init).await {
+                Ok(read) => read,
+                Err(err) => {
+                    tracing::warn!(
+                        parent = parent.id(),
+                        child = id,
+                        "child of a resumed session not reopened: {err}"
+                    );
+                    continue;
+                }
+            };
+            let agent = {
+                let mut registry = self.registry();
+                opening.release(&mut registry);
+                if registry.shutting_down {
+                    return;
+                }
+                let provider = read
+                    .facts
+                    .descriptor
+                    .as_ref()
+                    .map_or(SubagentProvider::Spawn, |d| d.provider);
+                let lineage = Lineage {
+                    depth: read.header.delegation_depth,
+                    parent: Some(ParentLink::to(parent, provider, &child.label)),
+                };
+                let agent = Arc::new(self.restore(id, init, read, lineage));
+                registry.sessions.insert(id.to_owned(), Arc::clone(&agent));
+                agent
+            };
+            parent.adopt(agent, &child.label);
+        }
+    }
+
+    /// Reads, checks and repairs the stored session `id` on a blocking
+    /// thread (the request loop goes on meanwhile).
+    async fn read_off_loop(&self, id: &str, init: &Initialized) -> Result<Resumed, RpcError> {
         let store = self.inner.config.store.clone();
         let cwd = init.cwd.clone();
         let owned_id = id.to_owned();
-        let read = tokio::task::spawn_blocking(move || read_stored(&store, &owned_id, &cwd))
+        tokio::task::spawn_blocking(move || read_stored(&store, &owned_id, &cwd))
             .await
-            .map_err(|err| RpcError::Internal(format!("resume of \"{id}\" failed: {err}")))??;
-        let mut registry = self.registry();
-        opening.release(&mut registry);
-        if registry.shutting_down {
-            return Err(RpcError::ShuttingDown);
-        }
+            .map_err(|err| RpcError::Internal(format!("resume of \"{id}\" failed: {err}")))?
+    }
+
+    /// The agent of a stored session read back by [`read_stored`].
+    fn restore(&self, id: &str, init: &Initialized, read: Resumed, lineage: Lineage) -> Agent {
         let log = EventLog::new(id, Some(self.publisher() as Arc<dyn EventObserver>))
             .with_writer(read.writer)
             .resumed(read.next_seq, read.last_time);
-        let config = self.agent_config(id, init, read.workspace, log);
-        let agent = Agent::create(config, Start::Resumed(Box::new(read.facts)));
-        registry.sessions.insert(id.to_owned(), Arc::new(agent));
-        Ok(())
+        let mut config = self.agent_config(id, init.clone(), read.workspace, log);
+        if lineage.parent.is_some() {
+            config.profile = Arc::new(config.profile.for_child());
+        }
+        config.lineage = lineage;
+        Agent::create(config, Start::Resumed(Box::new(read.facts)))
     }
 
     /// The session `id` if it is open in this process.
@@ -255,6 +355,7 @@ impl Server {
 
 /// A stored session read back for resume: what the agent is restored from.
 struct Resumed {
+    header: SessionHeader,
     writer: SessionWriter,
     facts: ResumeFacts,
     next_seq: u64,
@@ -274,6 +375,7 @@ fn read_stored(store: &SessionStore, id: &str, cwd: &Path) -> Result<Resumed, Rp
     let mut scan = ResumeScan::new();
     let locked = SessionWriter::lock_each(&location, |event| scan.push(&event))?;
     let workspace = locked.workspace(cwd)?;
+    let header = locked.stored().header().clone();
     let (mut writer, stored) = locked.into_writer()?;
     let (facts, closers) = scan.finish(now_ms());
     let mut next_seq = stored.next_seq;
@@ -298,6 +400,7 @@ fn read_stored(store: &SessionStore, id: &str, cwd: &Path) -> Result<Resumed, Rp
         facts.push(event)?;
     }
     Ok(Resumed {
+        header,
         writer,
         facts,
         next_seq,

@@ -7,6 +7,7 @@ use crate::prose;
 use dsh_llm::Route;
 use dsh_protocol::catalog::{
     SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider, ToolErrorCode,
+    WorkingDirectoryChange,
 };
 use dsh_protocol::notifications::SubagentStartedParams;
 use dsh_session::store::{SessionHeader, SessionLocation, SessionReader};
@@ -112,10 +113,13 @@ async fn start(
     };
     let id = uuid::Uuid::new_v4().to_string();
     let created_at = now_ms();
+    // The header names the parent's workspace (the child's sandbox root,
+    // checked again on resume); a different starting directory is a
+    // working-directory change in the child's log.
     let mut header = SessionHeader::subagent_child(
         id.clone(),
         created_at,
-        Some(cwd.to_string_lossy().into_owned()),
+        Some(inner.workspace.to_string_lossy().into_owned()),
         inner.id.clone(),
         inner.lineage.depth + 1,
     );
@@ -163,6 +167,11 @@ async fn start(
     ));
     {
         let mut state = child.inner().state();
+        if cwd != inner.workspace {
+            state.event(WorkingDirectoryChange {
+                cwd: cwd.to_string_lossy().into_owned(),
+            });
+        }
         state.cwd = cwd;
         state.log.flush();
     }

@@ -2,7 +2,10 @@
 //! directory, the two inbox queues and the model-visible history.
 
 use super::error::StoreError;
-use dsh_protocol::catalog::{Event, InboxSpliced, InboxTarget, RangeOp, SessionEvent, SurfaceOp};
+use dsh_protocol::catalog::{
+    Event, InboxSpliced, InboxTarget, RangeOp, SessionEvent, SubagentCatalog, SubagentDescriptor,
+    SurfaceOp,
+};
 use dsh_protocol::message::{Message, SystemMessage, UserMessage};
 
 /// The two durable inbox queues (§10.1), oldest first.
@@ -44,6 +47,12 @@ pub struct ResumeFacts {
     /// The last runtime-context user message (`source.kind:
     /// "runtime-context"`).
     pub last_runtime_context: Option<UserMessage>,
+    /// The children this session started (`subagent/catalog`), oldest
+    /// first.
+    pub children: Vec<SubagentCatalog>,
+    /// How this session was started, if it is a child
+    /// (`subagent/descriptor`).
+    pub descriptor: Option<SubagentDescriptor>,
 }
 
 /// Applies one `agent/inbox/spliced` to its queue: remove `removedCount`
@@ -137,6 +146,12 @@ impl ResumeFacts {
             Event::ToolResult(result) => {
                 surface(&mut self.history, event, Message::Tool(result.message))?;
             }
+            Event::SubagentCatalog(child) => {
+                if !self.children.iter().any(|c| c.child_id == child.child_id) {
+                    self.children.push(child);
+                }
+            }
+            Event::SubagentDescriptor(descriptor) => self.descriptor = Some(descriptor),
             _ => {}
         }
         Ok(())
