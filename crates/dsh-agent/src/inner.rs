@@ -3,7 +3,7 @@
 
 use crate::delegation::{Child, Lineage, SessionHost};
 use crate::profile::Profile;
-use crate::state::State;
+use crate::state::{Delivery, State};
 use dsh_llm::{Provider, RetryPolicy, Route};
 use dsh_protocol::catalog::ToolSpec;
 use dsh_session::{TreeNotice, UserMessage};
@@ -59,9 +59,14 @@ impl Inner {
     /// Delivers a message for the model (see [`State::deliver`]) and wakes
     /// the loop when that began a turn. Returns whether it was delivered
     /// (not to a disposed agent).
-    pub fn deliver(&self, message: UserMessage, on_claim: Option<TreeNotice>) -> bool {
+    pub fn deliver(
+        &self,
+        message: UserMessage,
+        delivery: Delivery,
+        on_claim: Option<TreeNotice>,
+    ) -> bool {
         let mut state = self.state();
-        let Some(woke) = state.deliver(message, on_claim) else {
+        let Some(woke) = state.deliver(message, delivery, on_claim) else {
             return false;
         };
         if woke {

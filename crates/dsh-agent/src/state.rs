@@ -9,6 +9,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch;
 
+/// How a message for the model joins an agent's inbox (see
+/// [`State::deliver`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// A runtime notice (a settled child, a finished job).
+    Notice,
+    /// A message relayed from another agent.
+    Relay,
+}
+
 /// A turn whose claims are done and whose steps have not run yet.
 #[derive(Debug)]
 pub struct PendingTurn {
@@ -272,44 +282,55 @@ impl State {
         }
     }
 
-    /// Delivers a message for the model: while a turn runs it joins the
-    /// next step (`next-step`, and the turn goes on until it is answered);
-    /// an idle agent gets it on `next-turn` and starts a turn. `on_claim` is
-    /// announced right after the splice when running, else right after the
-    /// claim that takes the message (as the official runtime orders
-    /// `subagent.finished`). Returns
-    /// whether a turn was begun (the caller wakes the loop), or `None` when
-    /// the agent is disposed and nothing was delivered.
-    pub fn deliver(&mut self, message: UserMessage, on_claim: Option<TreeNotice>) -> Option<bool> {
+    /// Delivers a message for the model. A notice (`Delivery::Notice`)
+    /// joins the next step while a turn runs, or goes to `next-turn` of an
+    /// idle agent and starts a turn; a relayed message (`Delivery::Relay`)
+    /// always goes to `next-step`, and an idle agent starts a turn for it.
+    /// `on_claim` is announced right after the splice when the agent is
+    /// running, else right after the claim that takes the message (as the
+    /// official runtime orders `subagent.finished`). Returns whether a turn
+    /// was begun (the caller wakes the loop), or `None` when the agent is
+    /// disposed and nothing was delivered.
+    pub fn deliver(
+        &mut self,
+        message: UserMessage,
+        delivery: Delivery,
+        on_claim: Option<TreeNotice>,
+    ) -> Option<bool> {
         if self.disposed {
             return None;
         }
-        let (target, queue) = if self.running {
-            (InboxTarget::NextStep, &self.next_step)
+        let running = self.running;
+        let target = if running || delivery == Delivery::Relay {
+            InboxTarget::NextStep
         } else {
-            (InboxTarget::NextTurn, &self.next_turn)
+            InboxTarget::NextTurn
         };
-        let start = queue.len();
+        let start = match target {
+            InboxTarget::NextStep => self.next_step.len(),
+            InboxTarget::NextTurn => self.next_turn.len(),
+        };
         self.event(InboxSpliced::insert(
             target,
             start,
             std::slice::from_ref(&message),
         ));
-        if target == InboxTarget::NextStep {
-            // A running agent: the news is told at once.
-            if let Some(notice) = on_claim {
+        if let Some(notice) = on_claim {
+            if running {
+                // A running agent: the news is told at once.
                 self.log.announce(notice);
-            }
-            self.next_step.push(message);
-            self.steered = true;
-            Some(false)
-        } else {
-            if let Some(notice) = on_claim {
+            } else {
                 self.on_claim.push((message.id.clone(), notice));
             }
-            self.next_turn.push(message);
-            Some(self.wake())
         }
+        match target {
+            InboxTarget::NextStep => {
+                self.next_step.push(message);
+                self.steered = true;
+            }
+            InboxTarget::NextTurn => self.next_turn.push(message),
+        }
+        Some(self.wake())
     }
 
     /// Announces `running` and starts a turn, if the agent was idle.

@@ -4,6 +4,7 @@
 use crate::delegation;
 use crate::inner::Inner;
 use crate::prose;
+use crate::state::Delivery;
 use dsh_protocol::catalog::{SubagentProvider, ToolEvent, ToolSpec};
 use dsh_session::{UserMessage, text_block};
 use dsh_tools::{CancellationToken, JobNotice, ToolContext, ToolHost, ToolOutput, ToolSet};
@@ -37,7 +38,7 @@ impl ToolHost for AgentHost {
                 &notice.summary,
                 None,
             );
-            inner.deliver(message, None);
+            inner.deliver(message, Delivery::Notice, None);
         }
     }
 }

@@ -4,6 +4,7 @@
 use super::{MAX_DEPTH, child};
 use crate::inner::Inner;
 use crate::prose;
+use crate::state::Delivery;
 use dsh_protocol::catalog::ToolErrorCode;
 use dsh_session::{UserMessage, text_block};
 use dsh_tools::ToolOutput;
@@ -54,7 +55,7 @@ pub(crate) fn send_message(inner: &Inner, arguments: &str) -> ToolOutput {
     }
     if args.agent_id == inner.id {
         return unauthorized(format!(
-            "Error: agent {} cannot send a message to itself",
+            "Error: subagent {} belongs to another parent session",
             Value::from(inner.id.as_str())
         ));
     }
@@ -67,7 +68,7 @@ pub(crate) fn send_message(inner: &Inner, arguments: &str) -> ToolOutput {
         &inner.id,
     );
     let delivered = if let Some(agent) = child(inner, &args.agent_id) {
-        agent.inner().deliver(message, None)
+        agent.inner().deliver(message, Delivery::Relay, None)
     } else if let Some(parent) = inner
         .lineage
         .parent
@@ -75,7 +76,7 @@ pub(crate) fn send_message(inner: &Inner, arguments: &str) -> ToolOutput {
         .filter(|p| p.id == args.agent_id)
         .and_then(|p| p.inner.upgrade())
     {
-        parent.deliver(message, None)
+        parent.deliver(message, Delivery::Relay, None)
     } else {
         return unknown_agent(&args.agent_id);
     };

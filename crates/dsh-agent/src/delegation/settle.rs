@@ -4,6 +4,7 @@
 
 use crate::inner::Inner;
 use crate::prose;
+use crate::state::Delivery;
 use dsh_protocol::notifications::{SubagentFinishedParams, SubagentStopReason};
 use dsh_session::{Message, TreeNotice, UserMessage, text_block};
 use serde_json::Value;
@@ -32,10 +33,17 @@ pub(crate) fn settled(inner: &Inner) {
         return;
     };
     let stop = SubagentStopReason::of(&reason);
+    // Only a reply that ended the turn is the child's last word (after an
+    // error or an interrupt there is none, as the official runtime says).
+    let last = match stop {
+        SubagentStopReason::Completed | SubagentStopReason::MaxTokens => last,
+        _ => Vec::new(),
+    };
     let status = stop.status(inner.profile.max_tokens_as_success);
     let summary = prose::subagent_settled_summary(&inner.id, stop);
     let closing: String = last
         .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
         .filter_map(|b| b.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("\n");
@@ -63,24 +71,21 @@ pub(crate) fn settled(inner: &Inner) {
         last_assistant_message: (!last.is_empty()).then_some(last),
     };
     let notice = UserMessage::inbox_notice(SETTLED, content, &summary, Some(&inner.id));
-    parent.deliver(notice, Some(TreeNotice::Finished(Box::new(finished))));
+    parent.deliver(
+        notice,
+        Delivery::Notice,
+        Some(TreeNotice::Finished(Box::new(finished))),
+    );
 }
 
-/// The text blocks of the last assistant message in `history` (empty when
-/// the child never answered, or its last reply had no text).
+/// The content of the last assistant message in `history`, verbatim
+/// (reasoning included), or nothing when the child never answered.
 fn last_assistant_text(history: &[std::sync::Arc<Message>]) -> Vec<Value> {
     history
         .iter()
         .rev()
         .find_map(|m| match m.as_ref() {
-            Message::Assistant(reply) => Some(
-                reply
-                    .content
-                    .iter()
-                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                    .cloned()
-                    .collect(),
-            ),
+            Message::Assistant(reply) => Some(reply.content.clone()),
             _ => None,
         })
         .unwrap_or_default()

@@ -144,11 +144,8 @@ impl Bash {
         }
         if args.run_in_background == Some(true) {
             job.move_to_background(ctx.host.as_ref());
-            return ToolOutput::text(format!(
-                "Started background job {}. Read its output with job_output and stop it with job_kill.",
-                job.id
-            ))
-            .with_meta(with_job(meta, &job.id));
+            // As the official runtime answers (the job id is in the text).
+            return ToolOutput::text(format!("started background job {}", job.id)).with_meta(meta);
         }
         let end = tokio::select! {
             end = job.wait(None) => end,
