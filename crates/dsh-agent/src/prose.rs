@@ -166,10 +166,6 @@ pub fn interrupted_tool_result() -> dsh_tools::ToolOutput {
     .with_error(dsh_tools::ToolErrorCode::ToolNotStarted)
 }
 
-/// The answer of a delegation tool where no child can be created.
-pub const DELEGATION_UNAVAILABLE: &str =
-    "Error: this runtime cannot start subagents here (no session host is available).";
-
 /// The note appended to a child's task.
 pub fn parent_instructions(parent: &str) -> String {
     format!(

@@ -1,15 +1,14 @@
 //! `send_message`, `interrupt_agent` and `list_agents`: what an agent may do
 //! with the agents around it.
 
+use super::error::{DelegationError, parse};
 use super::{MAX_DEPTH, child};
 use crate::inner::Inner;
 use crate::prose;
 use crate::state::Delivery;
-use dsh_protocol::catalog::ToolErrorCode;
 use dsh_session::{UserMessage, text_block};
 use dsh_tools::ToolOutput;
 use serde::Deserialize;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// Source kind of a message from another agent (`form: "relay"`).
@@ -46,18 +45,21 @@ enum Scope {
 /// to its parent. The recipient gets it on its next step when running, or
 /// as a new turn when idle.
 pub(crate) fn send_message(inner: &Inner, arguments: &str) -> ToolOutput {
-    let args: SendArgs = match parse(arguments) {
-        Ok(args) => args,
-        Err(refusal) => return refusal,
-    };
+    match send(inner, arguments) {
+        Ok(id) => ToolOutput::text(format!("message delivered to agent {id}")),
+        Err(refusal) => refusal.into(),
+    }
+}
+
+fn send(inner: &Inner, arguments: &str) -> Result<String, DelegationError> {
+    let args: SendArgs = parse(arguments)?;
     if args.message.trim().is_empty() {
-        return invalid("Error: parameter \"message\" must not be empty");
+        return Err(DelegationError::InvalidArgs(
+            "\"message\" must not be empty".to_owned(),
+        ));
     }
     if args.agent_id == inner.id {
-        return unauthorized(format!(
-            "Error: subagent {} belongs to another parent session",
-            Value::from(inner.id.as_str())
-        ));
+        return Err(DelegationError::NotAChild(args.agent_id));
     }
     let message = UserMessage::relay(
         AGENT_MESSAGE,
@@ -78,32 +80,35 @@ pub(crate) fn send_message(inner: &Inner, arguments: &str) -> ToolOutput {
     {
         parent.deliver(message, Delivery::Relay, None)
     } else {
-        return unknown_agent(&args.agent_id);
+        false
     };
     if delivered {
-        ToolOutput::text(format!("message delivered to agent {}", args.agent_id))
+        Ok(args.agent_id)
     } else {
-        unknown_agent(&args.agent_id)
+        Err(DelegationError::Unavailable(args.agent_id))
     }
 }
 
 /// `interrupt_agent {agent_id}`: stops the running turn of a child.
 pub(crate) fn interrupt_agent(inner: &Inner, arguments: &str) -> ToolOutput {
-    let args: AgentArgs = match parse(arguments) {
-        Ok(args) => args,
-        Err(refusal) => return refusal,
-    };
+    match interrupt(inner, arguments) {
+        Ok(id) => ToolOutput::text(format!("interrupt requested for agent {id}")),
+        Err(refusal) => refusal.into(),
+    }
+}
+
+fn interrupt(inner: &Inner, arguments: &str) -> Result<String, DelegationError> {
+    let args: AgentArgs = parse(arguments)?;
     if args.agent_id == inner.id {
-        return unauthorized(format!(
-            "Error: agent {} cannot interrupt itself",
-            Value::from(inner.id.as_str())
-        ));
+        return Err(DelegationError::SelfInterrupt(args.agent_id));
     }
     let Some(agent) = child(inner, &args.agent_id) else {
-        return unknown_agent(&args.agent_id);
+        // Deliberate difference: the official runtime answers as if an
+        // unknown id had been interrupted.
+        return Err(DelegationError::Unavailable(args.agent_id));
     };
     agent.interrupt();
-    ToolOutput::text(format!("interrupt requested for agent {}", args.agent_id))
+    Ok(args.agent_id)
 }
 
 /// `list_agents {scope?}`: this agent's children (default) or all its
@@ -113,7 +118,7 @@ pub(crate) fn interrupt_agent(inner: &Inner, arguments: &str) -> ToolOutput {
 pub(crate) fn list_agents(inner: &Inner, arguments: &str) -> ToolOutput {
     let args: ListArgs = match parse(arguments) {
         Ok(args) => args,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into(),
     };
     let scope = args.scope.unwrap_or(Scope::Children);
     let mut lines = Vec::new();
@@ -153,31 +158,4 @@ fn collect(inner: &Inner, scope: Scope, out: &mut Vec<String>, levels: u64) {
             collect(child, scope, out, levels - 1);
         }
     }
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(arguments: &str) -> Result<T, ToolOutput> {
-    let arguments = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    serde_json::from_str(arguments)
-        .map_err(|err| invalid(format!("Error: invalid arguments: {err}")))
-}
-
-fn invalid(text: impl Into<String>) -> ToolOutput {
-    ToolOutput::failure(text).with_error(ToolErrorCode::from("INVALID_ARGUMENTS"))
-}
-
-/// The official answer for an id that names no agent this one may reach.
-fn unknown_agent(id: &str) -> ToolOutput {
-    ToolOutput::failure(format!(
-        "Error: subagent {} is unavailable",
-        Value::from(id)
-    ))
-    .with_error(ToolErrorCode::NotResumable)
-}
-
-fn unauthorized(text: String) -> ToolOutput {
-    ToolOutput::failure(text).with_error(ToolErrorCode::Unauthorized)
 }

@@ -9,6 +9,7 @@
 //! child's news waiting.
 
 mod control;
+mod error;
 mod settle;
 mod spawn;
 mod specs;

@@ -1,13 +1,13 @@
 //! `subagent` and `subagent_fork`: start a child agent in the background.
 
+use super::error::{DelegationError, parse};
 use super::{Child, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink};
 use crate::agent::{Agent, AgentConfig, Seed, Start};
 use crate::inner::Inner;
 use crate::prose;
 use dsh_llm::Route;
 use dsh_protocol::catalog::{
-    SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider, ToolErrorCode,
-    WorkingDirectoryChange,
+    SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider, WorkingDirectoryChange,
 };
 use dsh_protocol::notifications::SubagentStartedParams;
 use dsh_session::store::{SessionHeader, SessionLocation, SessionReader};
@@ -36,7 +36,7 @@ pub(crate) async fn spawn(
 ) -> ToolOutput {
     match start(inner, arguments, provider).await {
         Ok(id) => ToolOutput::text(format!("started subagent {id}")),
-        Err(refusal) => refusal,
+        Err(refusal) => refusal.into(),
     }
 }
 
@@ -44,31 +44,21 @@ async fn start(
     inner: &Inner,
     arguments: &str,
     provider: SubagentProvider,
-) -> Result<String, ToolOutput> {
-    let args: Args = serde_json::from_str(arguments).map_err(|err| {
-        failure(
-            format!("Error: invalid arguments: {err}"),
-            "INVALID_ARGUMENTS",
-        )
-    })?;
+) -> Result<String, DelegationError> {
+    let args: Args = parse(arguments)?;
     if args.prompt.trim().is_empty() {
-        return Err(failure(
-            "Error: parameter \"prompt\" must not be empty",
-            "INVALID_ARGUMENTS",
+        return Err(DelegationError::InvalidArgs(
+            "\"prompt\" must not be empty".to_owned(),
         ));
     }
     let Some(host) = inner.sessions.clone() else {
-        return Err(failure(
-            prose::DELEGATION_UNAVAILABLE,
-            "SUBAGENT_UNAVAILABLE",
-        ));
+        return Err(DelegationError::NoHost);
     };
     if inner.lineage.depth >= MAX_DEPTH {
-        // As the official runtime answers: no error code.
-        return Err(ToolOutput::failure(format!(
-            "Error: subagent depth {} exceeds maxDepth {MAX_DEPTH}",
-            inner.lineage.depth + 1
-        )));
+        return Err(DelegationError::TooDeep {
+            depth: inner.lineage.depth + 1,
+            max: MAX_DEPTH,
+        });
     }
     let active = inner
         .children()
@@ -76,10 +66,7 @@ async fn start(
         .filter(|c| c.agent.inner().is_running())
         .count();
     if active >= MAX_ACTIVE_CHILDREN {
-        return Err(ToolOutput::failure(format!(
-            "Error: subagent limit reached (active child limit: {MAX_ACTIVE_CHILDREN}); wait for an existing child to finish or complete this work with the current agents"
-        ))
-        .with_error(ToolErrorCode::ActivationLimitReached));
+        return Err(DelegationError::TooMany(MAX_ACTIVE_CHILDREN));
     }
     let (cwd, seed) = {
         let mut state = inner.state();
@@ -124,12 +111,9 @@ async fn start(
         inner.lineage.depth + 1,
     );
     header.is_seeded = seed.is_some();
-    let log: EventLog = host.create_log(&header).map_err(|err| {
-        failure(
-            format!("Error: the subagent was not started: {err}"),
-            "SUBAGENT_START_FAILED",
-        )
-    })?;
+    let log: EventLog = host
+        .create_log(&header)
+        .map_err(|err| DelegationError::StartFailed(err.to_string()))?;
     let route = Route {
         reasoning_effort: Some(inner.route.effort().to_owned()),
         ..inner.route.clone()
@@ -177,10 +161,7 @@ async fn start(
     }
     if let Err(err) = host.register(&child) {
         child.dispose();
-        return Err(failure(
-            format!("Error: the subagent was not started: {err}"),
-            "SUBAGENT_START_FAILED",
-        ));
+        return Err(DelegationError::StartFailed(err.to_string()));
     }
     // The client hears of the child before any of its events.
     inner
@@ -197,10 +178,7 @@ async fn start(
     ];
     if let Err(err) = child.prompt(task, |_| {}) {
         child.dispose();
-        return Err(failure(
-            format!("Error: the subagent was not started: {err}"),
-            "SUBAGENT_START_FAILED",
-        ));
+        return Err(DelegationError::StartFailed(err.to_string()));
     }
     inner.children().push(Child {
         id: id.clone(),
@@ -223,7 +201,7 @@ async fn inherited(
     location: SessionLocation,
     through: u64,
     mut seed: Seed,
-) -> Result<Seed, ToolOutput> {
+) -> Result<Seed, DelegationError> {
     let read = tokio::task::spawn_blocking(move || {
         let mut events = Vec::new();
         SessionReader::read_each(&location, |event| {
@@ -239,32 +217,20 @@ async fn inherited(
             seed.events = events;
             Ok(seed)
         }
-        Ok(Err(err)) => Err(failure(
-            format!("Error: the subagent was not started: the parent's log cannot be read: {err}"),
-            "SUBAGENT_START_FAILED",
-        )),
-        Err(err) => Err(failure(
-            format!("Error: the subagent was not started: {err}"),
-            "SUBAGENT_START_FAILED",
-        )),
+        Ok(Err(err)) => Err(DelegationError::StartFailed(format!(
+            "the parent's log cannot be read: {err}"
+        ))),
+        Err(err) => Err(DelegationError::StartFailed(err.to_string())),
     }
 }
 
 /// `dir` against `here`: an existing directory, canonical.
-fn resolve_dir(here: &std::path::Path, dir: &str) -> Result<PathBuf, ToolOutput> {
+fn resolve_dir(here: &std::path::Path, dir: &str) -> Result<PathBuf, DelegationError> {
     match std::fs::canonicalize(here.join(dir)) {
         Ok(path) if path.is_dir() => Ok(path),
-        _ => Err(invalid(format!(
-            "Error: invalid arguments: \"cwd\" is not an existing directory: {}",
+        _ => Err(DelegationError::InvalidArgs(format!(
+            "\"cwd\" is not an existing directory: {}",
             serde_json::Value::from(dir)
         ))),
     }
-}
-
-fn failure(text: impl Into<String>, code: &str) -> ToolOutput {
-    ToolOutput::failure(text).with_error(ToolErrorCode::from(code))
-}
-
-fn invalid(text: impl Into<String>) -> ToolOutput {
-    ToolOutput::failure(text).with_error(ToolErrorCode::InvalidArgs)
 }

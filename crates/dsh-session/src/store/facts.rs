@@ -146,10 +146,10 @@ impl ResumeFacts {
             Event::ToolResult(result) => {
                 surface(&mut self.history, event, Message::Tool(result.message))?;
             }
-            Event::SubagentCatalog(child) => {
-                if !self.children.iter().any(|c| c.child_id == child.child_id) {
-                    self.children.push(child);
-                }
+            Event::SubagentCatalog(child)
+                if !self.children.iter().any(|c| c.child_id == child.child_id) =>
+            {
+                self.children.push(child);
             }
             Event::SubagentDescriptor(descriptor) => self.descriptor = Some(descriptor),
             _ => {}
