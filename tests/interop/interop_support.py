@@ -73,10 +73,14 @@ def compact(obj: Any) -> str:
 # ---------------------------------------------------------------------------
 
 
-def write_scenario(directory: Path, replies: list[dict], name: str | None = None) -> str:
-    """Write a scenario file (JSON, which is also YAML) and return its absolute path."""
+def write_scenario(directory: Path, replies: list[dict], name: str | None = None, agents: list[dict] = ()) -> str:
+    """Write a scenario file (JSON, which is also YAML) and return its absolute path.
+    ``agents`` are per-agent scripts (``{"when": <task text>, "replies": [...]}``)."""
     path = Path(directory) / (name or f"scenario-{uuid.uuid4().hex[:8]}.json")
-    path.write_text(json.dumps({"replies": replies}, indent=2), encoding="utf-8")
+    scenario = {"replies": replies}
+    if agents:
+        scenario["agents"] = list(agents)
+    path.write_text(json.dumps(scenario, indent=2), encoding="utf-8")
     return str(path.resolve())
 
 
@@ -437,10 +441,10 @@ def fake_model_path() -> Path:
 class FakeModel:
     """A running dsh-fake-model playing one scenario; records every request."""
 
-    def __init__(self, directory: Path, replies: list[dict]) -> None:
+    def __init__(self, directory: Path, replies: list[dict], agents: list[dict] = ()) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        scenario = write_scenario(directory, replies)
+        scenario = write_scenario(directory, replies, agents=agents)
         self.record = directory / f"requests-{uuid.uuid4().hex[:8]}.jsonl"
         self.proc = subprocess.Popen(
             [str(fake_model_path()), "--scenario", scenario, "--record", str(self.record)],

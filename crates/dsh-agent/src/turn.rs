@@ -193,13 +193,19 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 }
                 (seqs, state.cwd.clone())
             };
-            for ((call_id, name, arguments), call_seq) in calls[n..end].iter().zip(seqs) {
-                let output =
-                    tools::run(inner, call_id, name, arguments, cwd.clone(), &cancel).await;
-                inner
-                    .state()
-                    .tool_result(turn, step, call_id, Some(call_seq), output);
+            // A batch's results are committed once all its calls ran, in
+            // model order.
+            let mut outputs = Vec::with_capacity(end - n);
+            for (call_id, name, arguments) in &calls[n..end] {
+                outputs
+                    .push(tools::run(inner, call_id, name, arguments, cwd.clone(), &cancel).await);
             }
+            let mut state = inner.state();
+            for (((call_id, _, _), call_seq), output) in calls[n..end].iter().zip(seqs).zip(outputs)
+            {
+                state.tool_result(turn, step, call_id, Some(call_seq), output);
+            }
+            drop(state);
             n = end;
         }
         let mut state = inner.state();
