@@ -109,7 +109,7 @@ def test_one_child_runs_in_process_and_wakes_its_parent(make_harness, base_dir, 
     model = write(
         base_dir,
         [call("subagent", task("Say hello", "TASK-A: reply with CHILD-OK"), "c1"), {"text": "Delegated."}, {"text": "Parent saw it."}],
-        [{"when": "TASK-A", "replies": [{"text": "CHILD-OK", "delay_ms": 100}]}],
+        [{"when": "TASK-A", "replies": [{"text": "CHILD-OK", "delay_ms": 400}]}],
     )
     tree = Tree(make_harness(model=model), "parent")
     first = tree.run("Delegate a greeting")
