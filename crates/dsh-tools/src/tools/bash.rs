@@ -144,8 +144,10 @@ impl Bash {
         }
         if args.run_in_background == Some(true) {
             job.move_to_background(ctx.host.as_ref());
-            // As the official runtime answers (the job id is in the text).
-            return ToolOutput::text(format!("started background job {}", job.id)).with_meta(meta);
+            // The official text; `meta.jobId` is ours (the official meta is
+            // `{cwd}` only).
+            return ToolOutput::text(format!("started background job {}", job.id))
+                .with_meta(with_job(meta, &job.id));
         }
         let end = tokio::select! {
             end = job.wait(None) => end,
