@@ -449,6 +449,9 @@ impl ScriptedProvider {
     }
 }
 
+/// Chunks a scripted reply sends between two yields to the runtime.
+const YIELD_EVERY: usize = 256;
+
 /// What a scripted tool call writes for "the id of the N-th subagent this
 /// session started" (from 0): `{{agent:N}}`, replaced by the id its history
 /// shows in the N-th `started subagent <id>` tool result.
@@ -516,7 +519,17 @@ impl Provider for ScriptedProvider {
                 );
             }
             let mut first_delta = true;
-            for chunk in chunks(&reply, &model, input_estimate) {
+            for (n, chunk) in chunks(&reply, &model, input_estimate)
+                .into_iter()
+                .enumerate()
+            {
+                // A long reply streams as a network one would: the task
+                // gives the workers back now and then instead of holding
+                // one for the whole reply (other sessions keep being
+                // served).
+                if n % YIELD_EVERY == YIELD_EVERY - 1 {
+                    tokio::task::yield_now().await;
+                }
                 let delta = matches!(
                     chunk,
                     StreamChunk::TextDelta { .. }
