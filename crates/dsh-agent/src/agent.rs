@@ -1,4 +1,6 @@
+use crate::compaction::{self, Budget};
 use crate::delegation::{self, Lineage, SessionHost};
+use crate::history::History;
 use crate::inner::Inner;
 use crate::profile::{PermissionMode, Profile};
 use crate::state::State;
@@ -11,9 +13,7 @@ use dsh_protocol::catalog::{
 };
 use dsh_protocol::notifications::SubagentStartedParams;
 use dsh_session::store::ResumeFacts;
-use dsh_session::{
-    EventLog, LogUnwritable, Message, SystemMessage, TreeNotice, UserMessage, text_of,
-};
+use dsh_session::{EventLog, LogUnwritable, SystemMessage, TreeNotice, UserMessage, text_of};
 use dsh_tools::{CancellationToken, SessionTools, ToolSet};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -73,7 +73,7 @@ pub struct Seed {
     /// The parent's events through its last `turn/end`, copied verbatim.
     pub events: Vec<SessionEvent>,
     /// The model-visible history they hold.
-    pub history: Vec<Arc<Message>>,
+    pub history: History,
     /// The last completed turn's number (the child's next turn follows it).
     pub turn: u32,
     /// The system prompt and runtime context last sent in them.
@@ -140,8 +140,13 @@ impl Agent {
                 }
             }
         }
-        let specs = tools::shared_specs(&config.tools);
+        let (specs, tool_tokens) = tools::shared_specs(&config.tools);
         let system_prompt = profile.system_prompt(&config.route.model);
+        let window = profile
+            .context_window
+            .unwrap_or_else(|| config.route.model_info().context_window);
+        let budget = Budget::new(window, config.route.max_tokens());
+        let fixed_tokens = tool_tokens + compaction::text_tokens(system_prompt.len());
         let inner = Arc::new_cyclic(|weak| Inner {
             id: config.session_id,
             profile,
@@ -151,6 +156,8 @@ impl Agent {
             workspace: config.workspace,
             tools: config.tools,
             specs,
+            budget,
+            fixed_tokens,
             system_prompt,
             session_tools: Arc::new(SessionTools::new()),
             host: Arc::new(AgentHost(weak.clone())),
@@ -390,12 +397,7 @@ fn restore(state: &mut State, facts: ResumeFacts) {
     }
     state.next_turn = facts.inbox.next_turn;
     state.next_step = facts.inbox.next_step;
-    state.history = facts
-        .history
-        .into_iter()
-        .filter(|entry| !matches!(entry.message, Message::System(_)))
-        .map(|entry| Arc::new(entry.message))
-        .collect();
+    state.history = History::restored(facts.history);
     state.system_prompt = facts.last_system.as_ref().map(system_text);
     state.runtime_context = facts
         .last_runtime_context

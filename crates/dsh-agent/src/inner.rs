@@ -1,6 +1,7 @@
 //! What the [`Agent`](crate::Agent) handle, its loop task and its tools
 //! share.
 
+use crate::compaction::Budget;
 use crate::delegation::{Child, Lineage, SessionHost};
 use crate::profile::Profile;
 use crate::state::{Delivery, State};
@@ -24,6 +25,11 @@ pub(crate) struct Inner {
     pub tools: Arc<ToolSet>,
     /// What the model is told it may call.
     pub specs: Arc<Vec<ToolSpec>>,
+    /// When and how much to compact.
+    pub budget: Budget,
+    /// Estimated tokens of the system prompt and the tools, sent with
+    /// every request.
+    pub fixed_tokens: u64,
     /// The system prompt of this agent's profile and model.
     pub system_prompt: String,
     /// Per-session tool state: files read, jobs, todos, persistent shell.

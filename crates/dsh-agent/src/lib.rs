@@ -10,7 +10,9 @@
 //! next step, until the model stops.
 
 mod agent;
+mod compaction;
 mod delegation;
+mod history;
 mod inner;
 mod profile;
 mod prose;

@@ -43,6 +43,9 @@ pub struct Profile {
     /// Whether a child cut at its token cap finished `ok` (`sdk`: true,
     /// `$DSH_MAX_TOKENS_AS_SUCCESS`; `sdk-minimal`: false).
     pub max_tokens_as_success: bool,
+    /// The context window compaction works against, when it is not the
+    /// model's (`DSH_CONTEXT_WINDOW`).
+    pub context_window: Option<u64>,
 }
 
 impl Profile {
@@ -59,6 +62,7 @@ impl Profile {
             approval,
             system_prompt_override: None,
             max_tokens_as_success: true,
+            context_window: None,
         }
     }
 
@@ -71,6 +75,7 @@ impl Profile {
             approval: ApprovalPolicy::Never,
             system_prompt_override: system_prompt.filter(|s| !s.trim().is_empty()),
             max_tokens_as_success: false,
+            context_window: None,
         }
     }
 

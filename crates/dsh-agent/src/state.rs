@@ -1,3 +1,4 @@
+use crate::history::History;
 use crate::prose;
 use dsh_protocol::catalog::{
     AbortReason, EventDraft, EventPayload, HeaderReason, InboxSpliced, InboxTarget, StepEnd,
@@ -6,7 +7,6 @@ use dsh_protocol::catalog::{
 use dsh_session::{EventLog, Message, SessionStatus, ToolMessage, TreeNotice, UserMessage};
 use dsh_tools::{CancellationToken, ToolOutput};
 use std::path::PathBuf;
-use std::sync::Arc;
 use tokio::sync::watch;
 
 /// How a message for the model joins an agent's inbox (see
@@ -38,7 +38,7 @@ pub struct State {
     /// Context waiting for the next step boundary.
     pub next_step: Vec<UserMessage>,
     /// Model-visible history (without the system message).
-    pub history: Vec<Arc<Message>>,
+    pub history: History,
     /// Whether the agent is working (`running` announced, `idle` not yet).
     pub running: bool,
     /// The last turn number started.
@@ -101,7 +101,7 @@ impl State {
             log,
             next_turn: Vec::new(),
             next_step: Vec::new(),
-            history: Vec::new(),
+            history: History::default(),
             running: false,
             turn: 0,
             pending: None,
@@ -153,8 +153,8 @@ impl State {
             meta: output.meta,
             error: output.error,
         };
-        self.emit(EventDraft::surfaced(data).citing(call_seq.into_iter().collect()));
-        self.history.push(Arc::new(Message::Tool(message)));
+        let seq = self.emit(EventDraft::surfaced(data).citing(call_seq.into_iter().collect()));
+        self.history.push(seq, turn, Message::Tool(message));
     }
 
     /// `step/end`.

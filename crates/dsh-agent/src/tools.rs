@@ -46,27 +46,31 @@ impl ToolHost for AgentHost {
 /// Source kind of a background job's notice.
 const TOOL_JOBS: &str = "tool-jobs";
 
-/// A tool library and the list advertised for it.
-type SharedSpecs = (Weak<ToolSet>, Arc<Vec<ToolSpec>>);
+/// A tool library, the list advertised for it and that list's estimated
+/// tokens.
+type SharedSpecs = (Weak<ToolSet>, Arc<Vec<ToolSpec>>, u64);
 
 /// The tools advertised to the model, shared by every session of one tool
 /// library: the list (≈35 KiB of JSON schemas in the `sdk` profile) is built
 /// once, not once per open session.
-pub(crate) fn shared_specs(library: &Arc<ToolSet>) -> Arc<Vec<ToolSpec>> {
+/// Also returns the list's estimated tokens (it goes with every request).
+pub(crate) fn shared_specs(library: &Arc<ToolSet>) -> (Arc<Vec<ToolSpec>>, u64) {
     /// One list per live library (a runtime has one); a `Weak` keeps its
     /// library's address from being reused while its entry exists.
     static SHARED: Mutex<Vec<SharedSpecs>> = Mutex::new(Vec::new());
     let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-    shared.retain(|(set, _)| set.strong_count() > 0);
-    if let Some((_, specs)) = shared
+    shared.retain(|(set, _, _)| set.strong_count() > 0);
+    if let Some((_, specs, tokens)) = shared
         .iter()
-        .find(|(set, _)| std::ptr::eq(set.as_ptr(), Arc::as_ptr(library)))
+        .find(|(set, _, _)| std::ptr::eq(set.as_ptr(), Arc::as_ptr(library)))
     {
-        return Arc::clone(specs);
+        return (Arc::clone(specs), *tokens);
     }
     let specs = Arc::new(specs(library));
-    shared.push((Arc::downgrade(library), Arc::clone(&specs)));
-    specs
+    let json = serde_json::to_string(&*specs).map_or(0, |json| json.len());
+    let tokens = crate::compaction::text_tokens(json);
+    shared.push((Arc::downgrade(library), Arc::clone(&specs), tokens));
+    (specs, tokens)
 }
 
 /// The tools advertised to the model: the library's, `working_directory`
@@ -164,13 +168,14 @@ mod tests {
     fn sessions_of_one_library_share_one_spec_list() {
         let config = || dsh_tools::ToolsConfig::new(std::env::temp_dir());
         let sdk = Arc::new(dsh_tools::sdk_tools(config()));
-        let first = shared_specs(&sdk);
-        assert!(Arc::ptr_eq(&first, &shared_specs(&sdk)));
+        let (first, tokens) = shared_specs(&sdk);
+        assert!(Arc::ptr_eq(&first, &shared_specs(&sdk).0));
+        assert!(tokens > 1_000, "{tokens}");
         assert_eq!(*first, specs(&sdk));
         assert!(names(&first).contains(&WORKING_DIRECTORY));
         // Another library gets its own list, not the cached one.
         let minimal = Arc::new(dsh_tools::sdk_minimal_tools(config()));
-        let other = shared_specs(&minimal);
+        let (other, _) = shared_specs(&minimal);
         assert_eq!(names(&other), names(&specs(&minimal)));
         assert_ne!(names(&other), names(&first));
     }

@@ -3,7 +3,7 @@
 use crate::inner::Inner;
 use crate::profile::ProfileKind;
 use crate::state::State;
-use crate::{prose, tools};
+use crate::{compaction, prose, tools};
 use dsh_llm::{
     Accumulator, FinishReason, LlmFailure, LlmFailureCode, ModelRequest, Settled, StreamRecorder,
 };
@@ -18,7 +18,6 @@ use dsh_session::{
 };
 use dsh_tools::{CancellationToken, ToolOutput};
 use serde_json::Value;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -33,6 +32,11 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
     let cancel = inner.state().turn_cancel.clone();
     loop {
         step += 1;
+        // Compaction runs before the step opens, with what the step will
+        // add counted in.
+        if let Some(reason) = compaction::before_step(inner, turn, &claimed, &cancel).await {
+            return reason;
+        }
         let request = {
             let mut state = inner.state();
             state.start_step(turn, step);
@@ -50,7 +54,9 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
             }
             request
         };
+        let mut request = request;
         let mut retry = 0u32;
+        let mut recovered = false;
         let retry_id = new_message_id();
         let (stream, content, usage, replay_state, finish) = loop {
             let (stream, settled) = attempt(inner, request.clone(), &cancel).await;
@@ -75,6 +81,30 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 }
                 Settled::Failed(failure) => failure,
             };
+            if failure.code == LlmFailureCode::ContextWindowExceeded && !recovered {
+                // One compaction whatever the pressure, then the same
+                // attempt over the condensed history.
+                inner.state().event(AssistantAttempt {
+                    turn,
+                    step,
+                    stream: &stream,
+                });
+                recovered = true;
+                match compaction::recover(inner, turn, &cancel).await {
+                    Ok(true) => {
+                        request.messages = inner.state().history.messages();
+                        continue;
+                    }
+                    Ok(false) => {
+                        inner.state().end_step(turn, step);
+                        return TurnEndReason::Error { error: failure };
+                    }
+                    Err(reason) => {
+                        inner.state().end_step(turn, step);
+                        return reason;
+                    }
+                }
+            }
             let delay_ms = {
                 let mut state = inner.state();
                 state.event(AssistantAttempt {
@@ -124,7 +154,8 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 &inner.route.model,
                 replay_state,
             );
-            state.emit(EventDraft::surfaced(AssistantMessageEvent {
+            let total = usage.as_ref().map(|u| u.total_tokens);
+            let seq = state.emit(EventDraft::surfaced(AssistantMessageEvent {
                 turn,
                 step,
                 message: &message,
@@ -132,8 +163,9 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 stream: &stream,
             }));
             drop(stream);
-            let message = Arc::new(Message::Assistant(message));
-            state.history.push(Arc::clone(&message));
+            let message = state
+                .history
+                .push_reply(seq, turn, Message::Assistant(message), total);
             if finish == FinishReason::MaxTokens {
                 state.end_step(turn, step);
                 return TurnEndReason::MaxTokens;
@@ -242,7 +274,7 @@ fn batch_end(calls: &[(&str, &str, &str)], start: usize) -> usize {
 /// "SESSION_LOG_UNWRITABLE"}`. Nothing more of the turn is done (no model
 /// request, no tool) while what it did is not on disk. The reason itself is
 /// held back with the events until a write succeeds.
-fn log_failure(state: &State) -> Option<TurnEndReason> {
+pub(crate) fn log_failure(state: &State) -> Option<TurnEndReason> {
     state.log.unwritable().map(|err| TurnEndReason::Error {
         error: LlmFailure::new(LlmFailureCode::SessionLogUnwritable, err.to_string()),
     })
@@ -308,13 +340,15 @@ fn prepare_request(
         if message.source_kind() == Some("user") {
             prompt = Some((seq, title_source(&message.content)));
         }
-        state.history.push(Arc::new(Message::User(message)));
+        state.history.push(seq, turn, Message::User(message));
     }
     let context = runtime_context(inner, state);
     if state.runtime_context.as_deref() != Some(context.content_text()) {
         state.runtime_context = Some(context.content_text().to_owned());
-        state.emit(EventDraft::surfaced(&context.message));
-        state.history.push(Arc::new(Message::User(context.message)));
+        let seq = state.emit(EventDraft::surfaced(&context.message));
+        state
+            .history
+            .push(seq, turn, Message::User(context.message));
     }
     if let Some(reason) = state.header_reason.take() {
         let (config, adapter_defaults) = inner.route.header_config();
@@ -331,7 +365,7 @@ fn prepare_request(
         state.event(RequestContext {
             provider: inner.route.provider.as_str(),
             model: inner.route.model.as_str(),
-            context_window: info.context_window,
+            context_window: inner.budget.window,
             system_prompt_update: info.system_prompt_update,
         });
         state.context_announced = true;
@@ -354,7 +388,8 @@ fn prepare_request(
         session_id: inner.id.clone(),
         route: inner.route.clone(),
         system,
-        messages: state.history.clone(),
+        messages: state.history.messages(),
+        compact: false,
         tools: inner.specs.clone(),
     }
 }
@@ -426,7 +461,7 @@ fn runtime_context(inner: &Inner, state: &State) -> RuntimeContext {
 
 /// The reason of a turn stopped by `interrupt_agent`: aborted by the
 /// parent.
-fn interrupted() -> TurnEndReason {
+pub(crate) fn interrupted() -> TurnEndReason {
     TurnEndReason::Aborted {
         reason: AbortReason::Parent,
     }
@@ -435,7 +470,7 @@ fn interrupted() -> TurnEndReason {
 /// Streams one model attempt; returns the `stream` records and how it
 /// settled, or `None` when `cancel` stopped it first (the provider's
 /// stream is dropped).
-async fn attempt(
+pub(crate) async fn attempt(
     inner: &Inner,
     request: ModelRequest,
     cancel: &CancellationToken,

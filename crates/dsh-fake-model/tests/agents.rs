@@ -53,6 +53,7 @@ fn env(base: &str) -> ProviderEnv {
 
 fn request(provider: &str, session: &str, prompt: &str) -> ModelRequest {
     ModelRequest {
+        compact: false,
         session_id: session.into(),
         route: Route {
             provider: provider.into(),

@@ -37,6 +37,7 @@ fn env(base: &str, limits: ReplyLimits) -> ProviderEnv {
 
 fn request(provider: &str, max_tokens: u64) -> ModelRequest {
     ModelRequest {
+        compact: false,
         session_id: "s-hostile".into(),
         route: Route {
             provider: provider.into(),

@@ -44,6 +44,7 @@ fn env(base: &str, key: Option<&str>) -> ProviderEnv {
 
 fn request(provider: &str, tools: Vec<ToolSpec>) -> ModelRequest {
     ModelRequest {
+        compact: false,
         session_id: "s-test".into(),
         route: Route {
             provider: provider.into(),

@@ -21,6 +21,9 @@ pub struct ModelRequest {
     pub messages: Vec<Arc<Message>>,
     /// Tools the model may call.
     pub tools: Arc<Vec<ToolSpec>>,
+    /// Whether this is a compaction's summary call (HTTP providers mark it
+    /// with `x-deepseek-harness-compact: 1`).
+    pub compact: bool,
 }
 
 /// A model provider.

@@ -757,6 +757,7 @@ mod tests {
 
     fn request(session: &str, prompt: &str) -> ModelRequest {
         ModelRequest {
+            compact: false,
             session_id: session.into(),
             route: Route {
                 provider: NAME.into(),
@@ -890,6 +891,7 @@ mod tests {
 
     fn with_history(session: &str, messages: Vec<Arc<Message>>) -> ModelRequest {
         ModelRequest {
+            compact: false,
             messages,
             ..request(session, "")
         }

@@ -53,6 +53,9 @@ pub struct UserMessage {
     pub id: String,
 }
 
+/// `source.kind` of a compaction checkpoint.
+pub const COMPACT_CHECKPOINT: &str = "compact-checkpoint";
+
 impl UserMessage {
     /// A message with a fresh id.
     pub fn new(content: Vec<Value>, source: Value) -> Self {
@@ -111,6 +114,15 @@ impl UserMessage {
             .collect();
         let source = json!({"kind": "runtime-context", "form": "snapshot", "sections": sections});
         Self::new(content, source)
+    }
+
+    /// A compaction checkpoint standing in for the span it condenses:
+    /// `source: {"kind":"compact-checkpoint","compactionId":…}`.
+    pub fn compact_checkpoint(content: Vec<Value>, compaction_id: &str) -> Self {
+        Self::new(
+            content,
+            json!({"kind": COMPACT_CHECKPOINT, "compactionId": compaction_id}),
+        )
     }
 
     /// `source.kind`, if any.

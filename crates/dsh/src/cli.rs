@@ -15,6 +15,7 @@ Environment:
   DSH_OPENAI_API_KEY           Its key (or OPENAI_API_KEY)
   DSH_PERMISSION_MODE          sdk profile: read-only, workspace-write (default) or danger-full-access
   DSH_SYSTEM_PROMPT            sdk-minimal profile: the system prompt
+  DSH_CONTEXT_WINDOW           Context window (tokens) compaction works against (default: the model's, 1000000)
   DSH_MAX_TOKENS_AS_SUCCESS    sdk profile: false makes a subagent cut at its token cap finish as an error
   DSH_SANDBOX_NETWORK          on (default) or off: TCP for commands run by bash
   DSH_SANDBOX_ENV_DENY         More variables removed from commands' environment (comma-separated, PREFIX* allowed)

@@ -87,6 +87,12 @@ pub enum LaunchError {
         /// Its value.
         value: String,
     },
+    /// `DSH_CONTEXT_WINDOW` is not a whole number of tokens of at least
+    /// [`MIN_CONTEXT_WINDOW`].
+    #[error(
+        "dsh: DSH_CONTEXT_WINDOW must be a whole number of tokens of at least {MIN_CONTEXT_WINDOW}, got \"{0}\""
+    )]
+    NotContextWindow(String),
     /// A size setting is not a positive whole number of bytes.
     #[error("dsh: {name} must be a whole number of bytes above 0, got \"{value}\"")]
     NotBytes {
@@ -183,6 +189,9 @@ impl SandboxSettings {
     }
 }
 
+/// The smallest `DSH_CONTEXT_WINDOW` accepted, in tokens.
+pub const MIN_CONTEXT_WINDOW: u64 = 4_096;
+
 const APP_HELP: &str = "Usage: dsh --profile <sdk|sdk-minimal> [--patch <file>]...\n\n\
 Serves the DeepSeek Harness SDK protocol (newline-delimited JSON-RPC 2.0) on stdin/stdout.\n\
 Requires DSH_HOME. Diagnostics go to stderr; set DSH_LOG=debug for more.\n";
@@ -240,6 +249,13 @@ impl Launch {
         } else {
             Profile::sdk_minimal(env.get("DSH_SYSTEM_PROMPT"))
         };
+        let mut profile = profile;
+        if let Some(value) = env.get("DSH_CONTEXT_WINDOW") {
+            profile.context_window = match value.trim().parse::<u64>() {
+                Ok(window) if window >= MIN_CONTEXT_WINDOW => Some(window),
+                _ => return Err(LaunchError::NotContextWindow(value)),
+            };
+        }
         let providers = ProviderEnv {
             dsh_home,
             deepseek_api_key: env.get("DEEPSEEK_API_KEY"),

@@ -27,7 +27,10 @@ pub(crate) fn settled(inner: &Inner) {
         if state.running || state.disposed {
             return;
         }
-        (state.last_end.clone(), last_assistant_text(&state.history))
+        (
+            state.last_end.clone(),
+            last_assistant_text(&state.history.messages()),
+        )
     };
     let Some(reason) = reason else {
         return;

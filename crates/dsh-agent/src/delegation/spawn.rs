@@ -81,7 +81,7 @@ async fn start(
                 through,
                 Seed {
                     events: Vec::new(),
-                    history: state.history[..state.turn_history_start].to_vec(),
+                    history: state.history.prefix(state.turn_history_start),
                     turn,
                     system_prompt: state.system_prompt.clone(),
                     runtime_context: state.runtime_context.clone(),

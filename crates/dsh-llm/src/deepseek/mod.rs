@@ -107,7 +107,7 @@ impl Provider for DeepSeekOfficial {
         let config = Arc::clone(&self.config);
         let client = self.client.clone();
         tokio::spawn(async move {
-            let post = client
+            let mut post = client
                 .post(config.messages_url())
                 .header("user-agent", http::USER_AGENT)
                 .header("content-type", "application/json")
@@ -118,6 +118,9 @@ impl Provider for DeepSeekOfficial {
                 .body(dsh_protocol::surrogates::decode(
                     body.to_string().into_bytes(),
                 ));
+            if request.compact {
+                post = post.header("x-deepseek-harness-compact", "1");
+            }
             let mut translator = stream::Translator::new(&request.route.model);
             let translate = |event: &SseEvent| {
                 translator

@@ -165,6 +165,15 @@ impl<D: EventPayload> EventDraft<D> {
         }
     }
 
+    /// A model-visible message that replaces the history entries added by
+    /// events `start_seq..=end_seq` (`surfaceOp: {"op":"replace",…}`).
+    pub fn replacing(data: D, start_seq: u64, end_seq: u64) -> Self {
+        Self {
+            surface_op: Some(SurfaceOp::Range(RangeOp::Replace { start_seq, end_seq })),
+            ..Self::new(data)
+        }
+    }
+
     /// The same draft citing `seqs` (none when empty).
     pub fn citing(mut self, seqs: Vec<u64>) -> Self {
         self.source_event_seqs = (!seqs.is_empty()).then_some(seqs);

@@ -20,6 +20,7 @@
 //! 4. writers append `EventDraft::new(payload)`; readers match `Event::Variant`.
 
 mod codes;
+mod compaction;
 mod envelope;
 mod inbox;
 mod llm;
@@ -30,6 +31,7 @@ mod tool_events;
 mod turn;
 
 pub use codes::{LlmFailureCode, ToolErrorCode};
+pub use compaction::{CompactionEnd, CompactionStart, CompactionSummary, SeqRange};
 pub use envelope::{AppendOp, EventDraft, RangeOp, SessionEvent, SurfaceOp};
 pub use inbox::{InboxSpliced, InboxTarget, SpliceOutcome};
 pub use llm::{LlmFailure, LlmRetry, LlmRetryStarted, Millis, RetryMode, Usage};
@@ -198,6 +200,12 @@ catalogue! {
     TodoWrite(TodoWrite),
     /// `approval/asked`.
     ApprovalAsked(ApprovalAsked),
+    /// `compaction/start`.
+    CompactionStart(CompactionStart),
+    /// `compaction/summary`.
+    CompactionSummary(CompactionSummary),
+    /// `compaction/end`.
+    CompactionEnd(CompactionEnd),
     /// `approval/decided`.
     ApprovalDecided(ApprovalDecided),
     /// `subagent/descriptor`.

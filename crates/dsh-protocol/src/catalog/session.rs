@@ -64,6 +64,9 @@ pub enum HeaderReason {
     Initial,
     /// The first request after a resume.
     Resume,
+    /// The first request of a new series: the history before it was
+    /// rewritten (a compaction), so a provider's prompt cache starts over.
+    Series,
 }
 
 /// `request/context {provider, model, contextWindow, systemPromptUpdate?}`.

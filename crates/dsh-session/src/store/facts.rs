@@ -25,6 +25,11 @@ pub struct HistoryEntry {
     pub seq: u64,
     /// The message.
     pub message: Message,
+    /// The turn open (or last started) when the message was added.
+    pub turn: u64,
+    /// For an assistant message: the tokens its request and reply cost, as
+    /// the provider reported them (`usage.totalTokens`).
+    pub usage: Option<u64>,
 }
 
 /// Facts resume needs from a stored log.
@@ -75,12 +80,8 @@ fn splice(inbox: &mut PendingInbox, splice: InboxSpliced) {
 fn surface(
     history: &mut Vec<HistoryEntry>,
     event: &SessionEvent,
-    message: Message,
+    entry: HistoryEntry,
 ) -> Result<(), StoreError> {
-    let entry = HistoryEntry {
-        seq: event.seq,
-        message,
-    };
     let (start, end) = match &event.surface_op {
         None | Some(SurfaceOp::Append(_)) => {
             history.push(entry);
@@ -112,6 +113,16 @@ pub(crate) fn typed(event: &SessionEvent) -> Result<Event, StoreError> {
 }
 
 impl ResumeFacts {
+    /// The history entry `event` adds with `message`.
+    fn entry(&self, event: &SessionEvent, message: Message, usage: Option<u64>) -> HistoryEntry {
+        HistoryEntry {
+            seq: event.seq,
+            message,
+            turn: self.last_turn,
+            usage,
+        }
+    }
+
     /// Adds the next event of the log (in seq order), or says why it does
     /// not fit its type.
     pub fn push(&mut self, event: &SessionEvent) -> Result<(), StoreError> {
@@ -128,23 +139,24 @@ impl ResumeFacts {
             Event::InboxSpliced(spliced) => splice(&mut self.inbox, spliced),
             Event::SystemMessage(system) => {
                 self.last_system = Some(system.message.clone());
-                surface(&mut self.history, event, Message::System(system.message))?;
+                let entry = self.entry(event, Message::System(system.message), None);
+                surface(&mut self.history, event, entry)?;
             }
             Event::UserMessage(message) => {
                 if message.source_kind() == Some("runtime-context") {
                     self.last_runtime_context = Some(message.clone());
                 }
-                surface(&mut self.history, event, Message::User(message))?;
+                let entry = self.entry(event, Message::User(message), None);
+                surface(&mut self.history, event, entry)?;
             }
             Event::AssistantMessage(assistant) => {
-                surface(
-                    &mut self.history,
-                    event,
-                    Message::Assistant(assistant.message),
-                )?;
+                let usage = assistant.usage.map(|u| u.total_tokens);
+                let entry = self.entry(event, Message::Assistant(assistant.message), usage);
+                surface(&mut self.history, event, entry)?;
             }
             Event::ToolResult(result) => {
-                surface(&mut self.history, event, Message::Tool(result.message))?;
+                let entry = self.entry(event, Message::Tool(result.message), None);
+                surface(&mut self.history, event, entry)?;
             }
             Event::SubagentCatalog(child)
                 if !self.children.iter().any(|c| c.child_id == child.child_id) =>
