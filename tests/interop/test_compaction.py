@@ -78,7 +78,7 @@ def test_compaction_condenses_the_oldest_turn_and_the_next_request_carries_the_c
     assert s["shadowedRange"] == {"start": turn1_messages[0], "end": turn1_messages[-1]}
     assert s["summary"] == [{"type": "text", "text": "SUMMARY-ONE"}] == s["rawOutput"]
     assert (s["llmStreamCall"], s["provider"], s["model"], s["maxTokens"]) == (
-        True, "deepseek-official", "deepseek-v4-flash", 65536)
+        True, "deepseek-official", "deepseek-v4-flash", 12000)  # a quarter of the small window
     assert s["shadowedTokenCount"] > 0 and s["usage"]["outputTokens"] > 0
     assert list(s) == ["compactionId", "summary", "rawOutput", "llmStreamCall", "shadowedRange", "shadowedSeqs",
                        "shadowedTokenCount", "provider", "model", "maxTokens", "usage"]
@@ -92,7 +92,7 @@ def test_compaction_condenses_the_oldest_turn_and_the_next_request_carries_the_c
     call = requests[2]
     assert call["headers"].get("x-deepseek-harness-compact") == "1"
     assert all("x-deepseek-harness-compact" not in r["headers"] for r in requests[:2] + requests[3:])
-    assert call["body"]["max_tokens"] == 65536
+    assert call["body"]["max_tokens"] == 12000
     assert call["body"]["messages"][0]["content"][0]["text"] == "first"
     assert BIG not in request_texts(call), "the summary call carries only the span"
     assert call["body"]["messages"][-1]["role"] == "user"
@@ -253,3 +253,34 @@ def test_differential_compaction_matches_the_official_runtime(official_bin, dsh_
         assert ours_r["body"]["max_tokens"] == theirs_r["body"]["max_tokens"]
         shape = lambda r: [(m["role"], len(m["content"])) for m in r["body"]["messages"]]  # noqa: E731
         assert shape(ours_r) == shape(theirs_r)
+
+
+def test_a_twenty_turn_session_over_the_window_keeps_running_and_stays_coherent(dsh_bin, base_dir):
+    window = 48000
+    server = FakeModel(base_dir / "fake", [{"text": f"R{i}"} for i in range(80)])
+    prompts = [f"P{n:02d} " + "lorem ipsum dolor sit amet " * 444 for n in range(1, 21)]  # ~3,000 tokens each
+    try:
+        results = drive(dsh_bin, base_dir / "run", server, prompts, env={"DSH_CONTEXT_WINDOW": str(window)})
+        requests = server.requests()
+    finally:
+        server.close()
+    assert len(results) == 20 and all(r.final_response.startswith("R") for r in results)
+    ends = [e for r in results for e in r.events if e["type"] == "compaction/end"]
+    assert len([e for e in ends if "error" not in e["data"]]) >= 4, ends
+    calls = [r for r in requests if r["headers"].get("x-deepseek-harness-compact")]
+    turns = [r for r in requests if not r["headers"].get("x-deepseek-harness-compact")]
+    assert len(turns) == 20
+    history_tokens = [len(json.dumps(r["body"]["messages"])) // 4 for r in turns]
+    # Without compaction the history would reach 60,000 tokens.
+    assert max(history_tokens) < window - 9000, history_tokens
+    for n, request in enumerate(turns):
+        user_texts = [t for m in request["body"]["messages"] if m["role"] == "user" for t in texts(m)]
+        # The turn's own prompt is always there, whole, and older prompts
+        # are either verbatim or condensed, never cut.
+        assert prompts[n] in user_texts
+        assert all(t in prompts or not t.startswith("P") for t in user_texts)
+    compacted = [r for r in turns if texts(r["body"]["messages"][0])[0].endswith("<compacted-summary>")]
+    assert compacted and turns.index(compacted[0]) + len(compacted) == 20, "once compacted, every request starts from a checkpoint"
+    # Each later summary call condenses the previous checkpoint with what followed it.
+    for call in calls[1:]:
+        assert texts(call["body"]["messages"][0])[0].endswith("<compacted-summary>")

@@ -1,7 +1,7 @@
 //! Automatic compaction. Before each step, when the next request would
 //! carry more than the [`Budget`]'s threshold, the oldest whole turns of the
 //! history are condensed by a summary call to the same provider
-//! (`x-deepseek-harness-compact: 1`, at most [`SUMMARY_MAX_TOKENS`]) into a
+//! (`x-deepseek-harness-compact: 1`, at most 65,536 tokens) into a
 //! checkpoint that replaces them: `compaction/start` → the call →
 //! `compaction/summary` → the checkpoint `user/message` (`surfaceOp`
 //! replace, citing the start, the summary and every shadowed message) →
@@ -28,7 +28,6 @@ use dsh_protocol::catalog::{
 };
 use dsh_session::{Message, ToolMessage, UserMessage, new_message_id, text_block};
 use dsh_tools::CancellationToken;
-use plan::SUMMARY_MAX_TOKENS;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -141,7 +140,7 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
         let request = ModelRequest {
             session_id: inner.id.clone(),
             route: Route {
-                max_tokens: Some(SUMMARY_MAX_TOKENS),
+                max_tokens: Some(inner.budget.summary_max_tokens),
                 ..inner.route.clone()
             },
             system: inner.system_prompt.clone(),
@@ -225,7 +224,7 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
         shadowed_token_count: shadowed_tokens,
         provider: inner.route.provider.as_str(),
         model: inner.route.model.as_str(),
-        max_tokens: Some(SUMMARY_MAX_TOKENS),
+        max_tokens: Some(inner.budget.summary_max_tokens),
         usage,
     });
     let checkpoint = UserMessage::compact_checkpoint(blocks, &id);

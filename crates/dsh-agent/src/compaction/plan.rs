@@ -5,11 +5,9 @@
 use super::estimate;
 use crate::history::Entry;
 
-/// Tokens kept free for the reply and the summary call (`headroomTokens`).
+/// Tokens kept free for the reply and the summary call (`headroomTokens`),
+/// and the token cap of a summary call — a quarter of the window at most.
 pub const HEADROOM: u64 = 65_536;
-
-/// Token cap of a summary call.
-pub const SUMMARY_MAX_TOKENS: u64 = HEADROOM;
 
 /// The thresholds of one agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,16 +22,21 @@ pub struct Budget {
     pub threshold: u64,
     /// Tokens of recent context kept verbatim: 16 % of the window.
     pub retain: u64,
+    /// Token cap of a summary call: [`HEADROOM`], or a quarter of a
+    /// smaller window.
+    pub summary_max_tokens: u64,
 }
 
 impl Budget {
     /// The budget of a `window`-token model answering with at most
     /// `max_tokens`.
     pub fn new(window: u64, max_tokens: u64) -> Self {
+        let headroom = HEADROOM.min(window / 4);
         Self {
             window,
+            summary_max_tokens: headroom,
             threshold: (window / 5 * 4)
-                .min(window.saturating_sub(max_tokens.saturating_add(HEADROOM)))
+                .min(window.saturating_sub(max_tokens.saturating_add(headroom)))
                 .max(window / 2),
             retain: window / 25 * 4,
         }
@@ -42,7 +45,7 @@ impl Budget {
     /// Most tokens of history a summary call may carry beside `fixed` (the
     /// system prompt and the tools).
     pub fn summary_input(&self, fixed: u64) -> u64 {
-        self.window.saturating_sub(SUMMARY_MAX_TOKENS + fixed)
+        self.window.saturating_sub(self.summary_max_tokens + fixed)
     }
 }
 
@@ -173,6 +176,8 @@ mod tests {
         assert_eq!(Budget::new(1_000_000, 1_000).threshold, 800_000);
         assert_eq!(Budget::new(1_000_000, 256_000).retain, 160_000);
         assert_eq!(Budget::new(60_000, 256_000).threshold, 30_000);
+        assert_eq!(Budget::new(1_000_000, 256_000).summary_max_tokens, 65_536);
+        assert_eq!(Budget::new(48_000, 256_000).summary_max_tokens, 12_000);
     }
 
     #[test]
