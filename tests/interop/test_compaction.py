@@ -259,11 +259,24 @@ def test_a_twenty_turn_session_over_the_window_keeps_running_and_stays_coherent(
     window = 48000
     server = FakeModel(base_dir / "fake", [{"text": f"R{i}"} for i in range(80)])
     prompts = [f"P{n:02d} " + "lorem ipsum dolor sit amet " * 444 for n in range(1, 21)]  # ~3,000 tokens each
+    env = {"DSH_CONTEXT_WINDOW": str(window)}
     try:
-        results = drive(dsh_bin, base_dir / "run", server, prompts, env={"DSH_CONTEXT_WINDOW": str(window)})
+        results = drive(dsh_bin, base_dir / "run", server, prompts, env=env)
         requests = server.requests()
+        # Resumed, the session goes on from the same compacted history.
+        h = DeepSeekHarness(
+            dsh_bin=str(dsh_bin), dsh_home=str(base_dir / "run" / "dsh_home"), cwd=str(base_dir / "run" / "ws"),
+            provider="deepseek-official", model="deepseek-v4-flash", base_url=server.base_url, api_key=KEY,
+            request_timeout_seconds=FRAME_TIMEOUT, env={"HOME": str(base_dir / "run" / "home"), **env})
+        try:
+            h.resume_session("session-diff").run("one more")
+        finally:
+            h.close()
+        resumed = server.requests()[-1]["body"]["messages"]
     finally:
         server.close()
+    last = requests[-1]["body"]["messages"]
+    assert resumed[:len(last)] == last
     assert len(results) == 20 and all(r.final_response.startswith("R") for r in results)
     ends = [e for r in results for e in r.events if e["type"] == "compaction/end"]
     assert len([e for e in ends if "error" not in e["data"]]) >= 4, ends

@@ -231,6 +231,8 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
     let mut cited = vec![start_seq, summary_seq];
     cited.extend(&seqs);
     let seq = state.emit(EventDraft::replacing(&checkpoint, first, last).citing(cited));
+    // The open turn's messages (a fork's boundary) move with the history.
+    state.turn_history_start = state.turn_history_start.saturating_sub(seqs.len()) + 1;
     state.history.replace(
         0..seqs.len(),
         Entry {

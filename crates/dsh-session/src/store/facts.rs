@@ -76,7 +76,8 @@ fn splice(inbox: &mut PendingInbox, splice: InboxSpliced) {
 
 /// Applies a message event's `surfaceOp` to the history: `"append"` (or
 /// none) appends; `{"op":"replace","startSeq":a,"endSeq":b}` replaces the
-/// entries added by events `a..=b` with this one.
+/// entries from the one added by event `a` through the one added by event
+/// `b` (in history order) with this one.
 fn surface(
     history: &mut Vec<HistoryEntry>,
     event: &SessionEvent,
@@ -95,6 +96,18 @@ fn surface(
             });
         }
     };
+    // The range runs in history order, from the entry added by `start` to
+    // the one added by `end`: a checkpoint condensed again is older than
+    // the turns after it but has a larger seq.
+    let first = history.iter().position(|e| e.seq == start);
+    let last = history.iter().rposition(|e| e.seq == end);
+    if let (Some(first), Some(last)) = (first, last)
+        && first <= last
+    {
+        history.splice(first..=last, [entry]);
+        return Ok(());
+    }
+    // Otherwise by value: every entry whose seq is in the range.
     let at = history
         .iter()
         .position(|e| e.seq >= start && e.seq <= end)
@@ -261,5 +274,33 @@ mod tests {
         let facts = resume_facts(&events).unwrap();
         let seqs: Vec<u64> = facts.history.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [0, 3, 4]);
+    }
+
+    #[test]
+    fn replace_runs_in_history_order_over_an_earlier_checkpoint() {
+        // Checkpoint 5 replaced 0..=1 and stands before 2 and 3; checkpoint
+        // 9 condenses 5, 2 and 3 (its range is 5..=3 in history order).
+        let mut first = event(5, USER_MESSAGE, user("ckpt-1"));
+        first.surface_op = Some(SurfaceOp::Range(RangeOp::Replace {
+            start_seq: 0,
+            end_seq: 1,
+        }));
+        let mut second = event(9, USER_MESSAGE, user("ckpt-2"));
+        second.surface_op = Some(SurfaceOp::Range(RangeOp::Replace {
+            start_seq: 5,
+            end_seq: 3,
+        }));
+        let events = [
+            event(0, USER_MESSAGE, user("a")),
+            event(1, USER_MESSAGE, user("b")),
+            event(2, USER_MESSAGE, user("c")),
+            event(3, USER_MESSAGE, user("d")),
+            first,
+            event(6, USER_MESSAGE, user("e")),
+            second,
+        ];
+        let facts = resume_facts(&events).unwrap();
+        let seqs: Vec<u64> = facts.history.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [9, 6]);
     }
 }
