@@ -5,7 +5,7 @@ use crate::error::RpcError;
 use crate::publish::Publisher;
 use dsh_agent::{Agent, AgentConfig, Lineage, ParentLink, Profile, Start};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
-use dsh_protocol::catalog::{SubagentCatalog, SubagentProvider};
+use dsh_protocol::catalog::{SessionEvent, SubagentCatalog, SubagentProvider};
 use dsh_protocol::{FrameWriter, Outgoing, RequestId};
 use dsh_session::store::{
     Encoding, ReadLog, ResumeFacts, ResumeScan, SessionHeader, SessionStore, SessionWriter,
@@ -13,6 +13,7 @@ use dsh_session::store::{
 use dsh_session::{EventLog, EventObserver, now_ms};
 use dsh_tools::ToolSet;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -373,7 +374,10 @@ fn read_stored(store: &SessionStore, id: &str, cwd: &Path) -> Result<Resumed, Rp
     // whole), then check the workspace before anything is written: a
     // refusal drops the lock and leaves the log as it was.
     let mut scan = ResumeScan::new();
-    let locked = SessionWriter::lock_each(&location, |event| scan.push(&event))?;
+    // Payloads are typed from their text; streams are never built.
+    let locked = SessionWriter::lock_each(&location, |event: SessionEvent<Box<RawValue>>| {
+        scan.push_raw(&event);
+    })?;
     let workspace = locked.workspace(cwd)?;
     let header = locked.stored().header().clone();
     let (mut writer, stored) = locked.into_writer()?;

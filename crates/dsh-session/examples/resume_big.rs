@@ -12,10 +12,12 @@
 //! and the resident memory left holding the restored facts (`VmRSS`). The
 //! log is deleted at the end.
 
+use dsh_protocol::catalog::SessionEvent;
 use dsh_session::store::{
     Encoding, ResumeScan, SessionHeader, SessionLocation, SessionReader, SessionStore,
     SessionWriter, repair_closers, resume_facts,
 };
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -74,7 +76,7 @@ fn resume(mode: &str, home: &Path) -> Result<(), Box<dyn std::error::Error>> {
         "stream" => stream(&location)?,
         "read" => {
             let mut events = 0;
-            SessionReader::read_each(&location, |_| events += 1)?;
+            SessionReader::read_each(&location, |_: SessionEvent| events += 1)?;
             (events, 0)
         }
         other => return Err(format!("unknown mode {other}").into()),
@@ -104,7 +106,9 @@ fn full(location: &SessionLocation) -> Result<(usize, usize), Box<dyn std::error
 /// The streaming scan: one event at a time.
 fn stream(location: &SessionLocation) -> Result<(usize, usize), Box<dyn std::error::Error>> {
     let mut scan = ResumeScan::new();
-    SessionReader::read_each(location, |event| scan.push(&event))?;
+    SessionReader::read_each(location, |event: SessionEvent<Box<RawValue>>| {
+        scan.push_raw(&event);
+    })?;
     let (facts, closers) = scan.finish(0);
     let facts = facts?;
     let history = facts.history.len();

@@ -129,6 +129,20 @@ macro_rules! catalogue {
             }
         }
 
+        impl Event {
+            /// [`Event::parse`] from the payload's JSON text, without an
+            /// intermediate [`Value`].
+            pub fn parse_str(kind: &str, data: &str) -> Result<Self, serde_json::Error> {
+                $(if kind == <$ty as EventKind>::KIND {
+                    return serde_json::from_str::<$ty>(data).map(Self::$variant);
+                })*
+                Ok(Self::Unknown(RawEvent {
+                    kind: kind.to_owned(),
+                    data: serde_json::from_str(data)?,
+                }))
+            }
+        }
+
         impl EventPayload for Event {
             fn kind(&self) -> &str {
                 match self {

@@ -78,9 +78,9 @@ fn splice(inbox: &mut PendingInbox, splice: InboxSpliced) {
 /// none) appends; `{"op":"replace","startSeq":a,"endSeq":b}` replaces the
 /// entries from the one added by event `a` through the one added by event
 /// `b` (in history order) with this one.
-fn surface(
+fn surface<D>(
     history: &mut Vec<HistoryEntry>,
-    event: &SessionEvent,
+    event: &SessionEvent<D>,
     entry: HistoryEntry,
 ) -> Result<(), StoreError> {
     let (start, end) = match &event.surface_op {
@@ -127,7 +127,12 @@ pub(crate) fn typed(event: &SessionEvent) -> Result<Event, StoreError> {
 
 impl ResumeFacts {
     /// The history entry `event` adds with `message`.
-    fn entry(&self, event: &SessionEvent, message: Message, usage: Option<u64>) -> HistoryEntry {
+    fn entry<D>(
+        &self,
+        event: &SessionEvent<D>,
+        message: Message,
+        usage: Option<u64>,
+    ) -> HistoryEntry {
         HistoryEntry {
             seq: event.seq,
             message,
@@ -144,7 +149,11 @@ impl ResumeFacts {
     }
 
     /// Adds `event`, whose payload is `typed`.
-    pub(crate) fn apply(&mut self, event: &SessionEvent, typed: Event) -> Result<(), StoreError> {
+    pub(crate) fn apply<D>(
+        &mut self,
+        event: &SessionEvent<D>,
+        typed: Event,
+    ) -> Result<(), StoreError> {
         match typed {
             Event::TurnStart(start) => self.last_turn = start.turn.into(),
             Event::SessionTitle(_) => self.has_title = true,

@@ -107,9 +107,9 @@ impl LockedSession {
 impl LockedLog {
     /// Locks the log at `location` and reads it, handing its events to
     /// `visit`.
-    pub(crate) fn lock(
+    pub(crate) fn lock<D: serde::de::DeserializeOwned>(
         location: &SessionLocation,
-        visit: impl FnMut(SessionEvent),
+        visit: impl FnMut(SessionEvent<D>),
     ) -> Result<Self, StoreError> {
         Self::take(location, |location| {
             SessionReader::read_each(location, visit)

@@ -6,9 +6,11 @@ use super::layout::{Encoding, LOG_WHAT, SessionLocation};
 use crate::private_fs::open_file;
 use dsh_protocol::catalog::SessionEvent;
 use dsh_protocol::lenient;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fs::OpenOptions;
 use std::io::{Cursor, ErrorKind, Read, Seek};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use zstd::stream::raw::{Decoder, Operation};
 
@@ -132,9 +134,9 @@ impl SessionReader {
     /// frame (zstd), however long the log. The checks are the same, so is
     /// the error; on an error the events already visited are to be
     /// discarded (the log is corrupt).
-    pub fn read_each(
+    pub fn read_each<D: DeserializeOwned>(
         location: &SessionLocation,
-        visit: impl FnMut(SessionEvent),
+        visit: impl FnMut(SessionEvent<D>),
     ) -> Result<StoredLog, StoreError> {
         let file = open_file(LOG_WHAT, &location.file, OpenOptions::new().read(true))?;
         scan(location, file, visit)
@@ -153,10 +155,10 @@ const CHUNK: usize = 1 << 16;
 
 /// Reads the log in `source` (the bytes of the log at `location`),
 /// visiting its events.
-fn scan<R: Read + Seek>(
+fn scan<R: Read + Seek, D: DeserializeOwned>(
     location: &SessionLocation,
     mut source: R,
-    visit: impl FnMut(SessionEvent),
+    visit: impl FnMut(SessionEvent<D>),
 ) -> Result<StoredLog, StoreError> {
     let file = location.file.as_path();
     let mut text = Text::new(Lines::new(file, &location.id, visit));
@@ -350,8 +352,8 @@ impl<'a, R: Read> Input<'a, R> {
 }
 
 /// The decompressed text of a log, split into lines as it arrives.
-struct Text<'a, V> {
-    lines: Lines<'a, V>,
+struct Text<'a, D, V> {
+    lines: Lines<'a, D, V>,
     /// The text after the last `\n` so far.
     partial: Vec<u8>,
     /// Bytes of text so far.
@@ -362,8 +364,8 @@ struct Text<'a, V> {
     framed: bool,
 }
 
-impl<'a, V: FnMut(SessionEvent)> Text<'a, V> {
-    fn new(lines: Lines<'a, V>) -> Self {
+impl<'a, D: DeserializeOwned, V: FnMut(SessionEvent<D>)> Text<'a, D, V> {
+    fn new(lines: Lines<'a, D, V>) -> Self {
         Self {
             lines,
             partial: Vec::new(),
@@ -461,7 +463,7 @@ fn decode_frames<R: Read>(
 }
 
 /// Line-by-line state of a read.
-struct Lines<'a, V> {
+struct Lines<'a, D, V> {
     file: &'a Path,
     id: &'a str,
     line: usize,
@@ -473,9 +475,11 @@ struct Lines<'a, V> {
     /// The first line that failed: nothing after it is parsed.
     error: Option<StoreError>,
     visit: V,
+    /// What the events' `data` is read as.
+    data: PhantomData<fn() -> D>,
 }
 
-impl<'a, V: FnMut(SessionEvent)> Lines<'a, V> {
+impl<'a, D: DeserializeOwned, V: FnMut(SessionEvent<D>)> Lines<'a, D, V> {
     fn new(file: &'a Path, id: &'a str, visit: V) -> Self {
         Self {
             file,
@@ -486,6 +490,7 @@ impl<'a, V: FnMut(SessionEvent)> Lines<'a, V> {
             last_time: None,
             error: None,
             visit,
+            data: PhantomData,
         }
     }
 
@@ -557,8 +562,8 @@ impl<'a, V: FnMut(SessionEvent)> Lines<'a, V> {
         Ok(header)
     }
 
-    fn parse_event(&self, line: &[u8]) -> Result<SessionEvent, StoreError> {
-        let event: SessionEvent =
+    fn parse_event(&self, line: &[u8]) -> Result<SessionEvent<D>, StoreError> {
+        let event: SessionEvent<D> =
             lenient::from_slice(line).map_err(|e| self.corrupt(format!("bad event: {e}")))?;
         let expected = self.next_seq;
         if event.seq != expected {

@@ -47,7 +47,7 @@ impl Tail {
     /// Takes the next event, with its payload when that fits its type (an
     /// event whose payload does not is passed over here: resume reports it
     /// when it rebuilds the history).
-    pub(crate) fn push(&mut self, event: &SessionEvent, typed: Option<&Event>) {
+    pub(crate) fn push<D>(&mut self, event: &SessionEvent<D>, typed: Option<&Event>) {
         self.next_seq = event.seq + 1;
         self.last_time = event.time;
         self.ends_seeded = matches!(typed, Some(Event::SessionEndSeed(_)));

@@ -3,7 +3,11 @@
 use super::error::StoreError;
 use super::facts::{ResumeFacts, typed};
 use super::repair::Tail;
-use dsh_protocol::catalog::{Event, EventDraft, SessionEvent};
+use dsh_protocol::catalog::{AssistantMessageEvent, Event, EventDraft, SessionEvent};
+use dsh_protocol::message::AssistantMessage;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The [`ResumeFacts`] and the [`repair_closers`](super::repair_closers)
 /// of a log, built as its events go by (from
@@ -61,6 +65,22 @@ impl ResumeScan {
         }
     }
 
+    /// [`push`](Self::push) of an event read with its payload as JSON
+    /// text ([`SessionReader::read_each`](super::SessionReader::read_each)
+    /// into `SessionEvent<Box<RawValue>>`): the payload is typed straight
+    /// from the text, and an `assistant/message`'s `stream` (most of a log's
+    /// bytes) is checked but never built, since resume does not restore it.
+    pub fn push_raw(&mut self, event: &SessionEvent<Box<RawValue>>) {
+        let typed = typed_raw(event);
+        self.tail.push(event, typed.as_ref().ok());
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(err) = typed.and_then(|typed| self.facts.apply(event, typed)) {
+            self.error = Some(err);
+        }
+    }
+
     /// The facts of the events taken (or the first event they could not
     /// take) and the closers to append, as [`resume_facts`] and
     /// [`repair_closers`] give them over the same events; `now_ms` is the
@@ -77,6 +97,37 @@ impl ResumeScan {
         };
         (facts, self.tail.closers(now_ms))
     }
+}
+
+/// The typed payload of a raw event, its `stream` left out (see
+/// [`ResumeScan::push_raw`]), or why it does not fit its type.
+fn typed_raw(event: &SessionEvent<Box<RawValue>>) -> Result<Event, StoreError> {
+    let data = event.data.get();
+    let typed = if event.kind == <AssistantMessageEvent as dsh_protocol::catalog::EventKind>::KIND {
+        serde_json::from_str::<AssistantMessageEvent<AssistantMessage, IgnoredAny>>(data).map(|a| {
+            Event::AssistantMessage(AssistantMessageEvent {
+                turn: a.turn,
+                step: a.step,
+                message: a.message,
+                usage: a.usage,
+                stream: Value::Null,
+            })
+        })
+    } else {
+        Event::parse_str(&event.kind, data)
+    };
+    typed.map_err(|e| {
+        // Worded as when typed from a value: no position inside the payload.
+        let text = e.to_string();
+        let text = match text.rfind(" at line ") {
+            Some(at) if e.line() > 0 => &text[..at],
+            _ => &text,
+        };
+        StoreError::BadEvent {
+            seq: event.seq,
+            reason: format!("{}: {text}", event.kind),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -99,14 +150,38 @@ mod tests {
 
     fn scanned(events: &[SessionEvent]) -> (Result<ResumeFacts, StoreError>, Vec<Value>) {
         let mut scan = ResumeScan::new();
+        let mut raw_scan = ResumeScan::new();
         for event in events {
             scan.push(event);
+            raw_scan.push_raw(&raw(event));
         }
         let (facts, closers) = scan.finish(7);
-        (
-            facts,
-            closers.iter().map(|d| json!([d.time, d.data])).collect(),
-        )
+        let (raw_facts, raw_closers) = raw_scan.finish(7);
+        let closers: Vec<Value> = closers.iter().map(|d| json!([d.time, d.data])).collect();
+        // Typed from the text, the scan rebuilds the same.
+        let raw_closers: Vec<Value> = raw_closers
+            .iter()
+            .map(|d| json!([d.time, d.data]))
+            .collect();
+        assert_eq!(closers, raw_closers);
+        assert_eq!(
+            facts.as_ref().map_err(ToString::to_string),
+            raw_facts.as_ref().map_err(ToString::to_string)
+        );
+        (facts, closers)
+    }
+
+    /// `event` as the raw reader gives it.
+    fn raw(event: &SessionEvent) -> SessionEvent<Box<RawValue>> {
+        SessionEvent {
+            kind: event.kind.clone(),
+            seq: event.seq,
+            time: event.time,
+            data: RawValue::from_string(event.data.to_string()).unwrap(),
+            source_event_seqs: event.source_event_seqs.clone(),
+            surface_op: event.surface_op.clone(),
+            ignorable: event.ignorable,
+        }
     }
 
     #[test]

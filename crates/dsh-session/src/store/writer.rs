@@ -257,9 +257,9 @@ impl SessionWriter {
     /// as they are read instead of keeping them (see
     /// [`SessionReader::read_each`](super::SessionReader::read_each)): resuming a long log this way keeps
     /// only what the visitor keeps.
-    pub fn lock_each(
+    pub fn lock_each<D: serde::de::DeserializeOwned>(
         location: &SessionLocation,
-        visit: impl FnMut(SessionEvent),
+        visit: impl FnMut(SessionEvent<D>),
     ) -> Result<LockedLog, StoreError> {
         LockedLog::lock(location, visit)
     }
