@@ -367,6 +367,7 @@ fn inherit(state: &mut State, seed: Seed) {
         inherited: Some(true),
     });
     state.history = seed.history;
+    state.project = crate::project::Tracker::restored(&state.history);
     state.turn = seed.turn;
     state.system_prompt = seed.system_prompt;
     state.runtime_context = seed.runtime_context;
@@ -396,6 +397,7 @@ fn restore(state: &mut State, facts: ResumeFacts) {
         .filter(|entry| !matches!(entry.message, Message::System(_)))
         .map(|entry| Arc::new(entry.message))
         .collect();
+    state.project = crate::project::Tracker::restored(&state.history);
     state.system_prompt = facts.last_system.as_ref().map(system_text);
     state.runtime_context = facts
         .last_runtime_context

@@ -13,6 +13,7 @@ mod agent;
 mod delegation;
 mod inner;
 mod profile;
+mod project;
 mod prose;
 mod state;
 mod tools;

@@ -43,6 +43,8 @@ pub struct Profile {
     /// Whether a child cut at its token cap finished `ok` (`sdk`: true,
     /// `$DSH_MAX_TOKENS_AS_SUCCESS`; `sdk-minimal`: false).
     pub max_tokens_as_success: bool,
+    /// The user's own skills directory (`$DSH_HOME/skills`), if any.
+    pub skills_home: Option<std::path::PathBuf>,
 }
 
 impl Profile {
@@ -59,6 +61,7 @@ impl Profile {
             approval,
             system_prompt_override: None,
             max_tokens_as_success: true,
+            skills_home: None,
         }
     }
 
@@ -71,6 +74,7 @@ impl Profile {
             approval: ApprovalPolicy::Never,
             system_prompt_override: system_prompt.filter(|s| !s.trim().is_empty()),
             max_tokens_as_success: false,
+            skills_home: None,
         }
     }
 
@@ -86,6 +90,12 @@ impl Profile {
     /// Whether sessions start with `permission/preset`, `sandbox/mode` and
     /// `approval/policy` events.
     pub fn emits_policy_events(&self) -> bool {
+        self.kind == ProfileKind::Sdk
+    }
+
+    /// Whether agents send the project's instructions and skill catalog
+    /// and offer the `skill` tool (`sdk` only).
+    pub fn reads_project_context(&self) -> bool {
         self.kind == ProfileKind::Sdk
     }
 

@@ -310,11 +310,23 @@ fn prepare_request(
         }
         state.history.push(Arc::new(Message::User(message)));
     }
+    let project = inner.profile.reads_project_context();
+    let cwd = state.cwd.clone();
+    if project && let Some(message) = state.project.instructions(&cwd) {
+        surface_user(state, message);
+    }
     let context = runtime_context(inner, state);
     if state.runtime_context.as_deref() != Some(context.content_text()) {
         state.runtime_context = Some(context.content_text().to_owned());
         state.emit(EventDraft::surfaced(&context.message));
         state.history.push(Arc::new(Message::User(context.message)));
+    }
+    if project
+        && let Some(message) = state
+            .project
+            .catalog(&cwd, inner.profile.skills_home.as_deref())
+    {
+        surface_user(state, message);
     }
     if let Some(reason) = state.header_reason.take() {
         let (config, adapter_defaults) = inner.route.header_config();
@@ -357,6 +369,12 @@ fn prepare_request(
         messages: state.history.clone(),
         tools: inner.specs.clone(),
     }
+}
+
+/// Appends a runtime-made user message and adds it to the history.
+fn surface_user(state: &mut State, message: UserMessage) {
+    state.emit(EventDraft::surfaced(&message));
+    state.history.push(Arc::new(Message::User(message)));
 }
 
 /// Bytes of prompt text, after its leading whitespace, that the fallback
