@@ -56,9 +56,19 @@ type Parsed = Option<(String, String)>;
 pub(crate) struct Cache {
     parsed: HashMap<PathBuf, (Fingerprint, Parsed)>,
     reported_full: bool,
+    quiet: bool,
 }
 
 impl Cache {
+    /// A cache for one look-up that reports nothing (the catalog's scans
+    /// already told stderr what they skipped).
+    pub(crate) fn quiet() -> Self {
+        Self {
+            quiet: true,
+            ..Self::default()
+        }
+    }
+
     /// The skills under `roots`, by name.
     pub(crate) fn scan(&mut self, roots: &[PathBuf]) -> Vec<Skill> {
         let mut skills: Vec<Skill> = Vec::new();
@@ -88,7 +98,7 @@ impl Cache {
                 });
             }
         }
-        if full && !std::mem::replace(&mut self.reported_full, true) {
+        if full && !self.quiet && !std::mem::replace(&mut self.reported_full, true) {
             tracing::warn!(
                 "more than {MAX_SKILLS} skills: the catalog lists the first {MAX_SKILLS}"
             );
@@ -110,13 +120,13 @@ impl Cache {
             Ok(Some(bytes)) => match front_matter::parse(&String::from_utf8_lossy(&bytes)) {
                 Ok(skill) => Some((skill.name, skill.description)),
                 Err(err) => {
-                    report(file, &err);
+                    self.report(file, &err);
                     None
                 }
             },
             Ok(None) => None,
             Err(err) => {
-                report(file, &err);
+                self.report(file, &err);
                 None
             }
         };
@@ -126,8 +136,12 @@ impl Cache {
     }
 }
 
-fn report(file: &Path, why: &dyn std::fmt::Display) {
-    tracing::warn!("skill file {} skipped: {why}", file.display());
+impl Cache {
+    fn report(&self, file: &Path, why: &dyn std::fmt::Display) {
+        if !self.quiet {
+            tracing::warn!("skill file {} skipped: {why}", file.display());
+        }
+    }
 }
 
 /// The bytes of a `SKILL.md`; `Ok(None)` when nothing is there.

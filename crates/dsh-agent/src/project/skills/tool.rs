@@ -64,7 +64,7 @@ fn name_of(arguments: &str) -> Result<String, String> {
 
 /// The result of loading `name` now.
 fn load(cwd: &Path, home: Option<&Path>, name: &str) -> ToolOutput {
-    let skills = scan::Cache::default().scan(&scan::roots(cwd, home));
+    let skills = scan::Cache::quiet().scan(&scan::roots(cwd, home));
     let found = skills.iter().find(|skill| skill.name == name);
     let Some((skill, body)) = found.and_then(|s| Some((s, scan::body(&s.file, name)?))) else {
         let echoed: String = name.chars().take(MAX_ECHOED_NAME_CHARS).collect();
