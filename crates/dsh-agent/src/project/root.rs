@@ -90,7 +90,7 @@ mod tests {
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
         let project = locate(&sub);
-        assert_eq!(project.dirs, [sub.clone()]);
+        assert_eq!(project.dirs, std::slice::from_ref(&sub));
         assert_eq!(project.relative_root(), "");
         assert_eq!(project.label(&sub), ".");
     }
@@ -105,7 +105,7 @@ mod tests {
         }
         std::fs::create_dir_all(&deep).unwrap();
         // The marker is MAX_DEPTH levels up: out of reach.
-        assert_eq!(locate(&deep).dirs, [deep.clone()]);
+        assert_eq!(locate(&deep).dirs, std::slice::from_ref(&deep));
         let near = deep.parent().unwrap();
         assert_eq!(locate(near).dirs.len(), MAX_DEPTH);
     }
