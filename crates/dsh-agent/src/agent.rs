@@ -374,6 +374,7 @@ fn inherit(state: &mut State, seed: Seed) {
         inherited: Some(true),
     });
     state.history = seed.history;
+    state.project = crate::project::Tracker::restored(&state.history.messages());
     state.turn = seed.turn;
     state.system_prompt = seed.system_prompt;
     state.runtime_context = seed.runtime_context;
@@ -398,6 +399,7 @@ fn restore(state: &mut State, facts: ResumeFacts) {
     state.next_turn = facts.inbox.next_turn;
     state.next_step = facts.inbox.next_step;
     state.history = History::restored(facts.history);
+    state.project = crate::project::Tracker::restored(&state.history.messages());
     state.system_prompt = facts.last_system.as_ref().map(system_text);
     state.runtime_context = facts
         .last_runtime_context

@@ -15,6 +15,7 @@ mod delegation;
 mod history;
 mod inner;
 mod profile;
+mod project;
 mod prose;
 mod state;
 mod tools;

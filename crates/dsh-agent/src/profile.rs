@@ -46,6 +46,8 @@ pub struct Profile {
     /// The context window compaction works against, when it is not the
     /// model's (`DSH_CONTEXT_WINDOW`).
     pub context_window: Option<u64>,
+    /// The user's own skills directory (`$DSH_HOME/skills`), if any.
+    pub skills_home: Option<std::path::PathBuf>,
 }
 
 impl Profile {
@@ -63,6 +65,7 @@ impl Profile {
             system_prompt_override: None,
             max_tokens_as_success: true,
             context_window: None,
+            skills_home: None,
         }
     }
 
@@ -76,6 +79,7 @@ impl Profile {
             system_prompt_override: system_prompt.filter(|s| !s.trim().is_empty()),
             max_tokens_as_success: false,
             context_window: None,
+            skills_home: None,
         }
     }
 
@@ -91,6 +95,12 @@ impl Profile {
     /// Whether sessions start with `permission/preset`, `sandbox/mode` and
     /// `approval/policy` events.
     pub fn emits_policy_events(&self) -> bool {
+        self.kind == ProfileKind::Sdk
+    }
+
+    /// Whether agents send the project's instructions and skill catalog
+    /// and offer the `skill` tool (`sdk` only).
+    pub fn reads_project_context(&self) -> bool {
         self.kind == ProfileKind::Sdk
     }
 

@@ -87,6 +87,8 @@ pub struct State {
     /// The seq and number of the last `turn/end`, if any: a fork copies
     /// the log through it.
     pub completed: Option<(u64, u32)>,
+    /// What was sent of the project's instructions and skills.
+    pub project: crate::project::Tracker,
 }
 
 impl State {
@@ -123,6 +125,7 @@ impl State {
             on_claim: Vec::new(),
             turn_history_start: 0,
             completed: None,
+            project: crate::project::Tracker::default(),
         }
     }
 

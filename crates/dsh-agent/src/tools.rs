@@ -3,6 +3,7 @@
 
 use crate::delegation;
 use crate::inner::Inner;
+use crate::project;
 use crate::prose;
 use crate::state::Delivery;
 use dsh_protocol::catalog::{SubagentProvider, ToolEvent, ToolSpec};
@@ -74,12 +75,13 @@ pub(crate) fn shared_specs(library: &Arc<ToolSet>) -> (Arc<Vec<ToolSpec>>, u64) 
 }
 
 /// The tools advertised to the model: the library's, `working_directory`
-/// and (with the library's `bash`, the `sdk` roster) the delegation tools,
-/// alphabetically.
+/// and (with the library of the `sdk` roster) the delegation tools and
+/// `skill`, alphabetically.
 fn specs(library: &ToolSet) -> Vec<ToolSpec> {
     let mut specs = library.specs();
     if library.contains(DELEGATING_LIBRARY_MARK) {
         specs.extend(delegation::specs());
+        specs.push(project::skill_spec());
     }
     specs.push(ToolSpec {
         name: WORKING_DIRECTORY.into(),
@@ -104,6 +106,10 @@ pub(crate) async fn run(
 ) -> ToolOutput {
     if name == WORKING_DIRECTORY {
         return working_directory(inner, arguments);
+    }
+    if name == project::SKILL && inner.tools.contains(DELEGATING_LIBRARY_MARK) {
+        let home = inner.profile.skills_home.clone();
+        return project::run_skill(cwd, home, arguments).await;
     }
     if inner.tools.contains(DELEGATING_LIBRARY_MARK) && delegation::DELEGATION_TOOLS.contains(&name)
     {

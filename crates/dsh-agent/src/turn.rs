@@ -342,6 +342,11 @@ fn prepare_request(
         }
         state.history.push(seq, turn, Message::User(message));
     }
+    let project = inner.profile.reads_project_context();
+    let cwd = state.cwd.clone();
+    if project && let Some(message) = state.project.instructions(&cwd) {
+        surface_user(state, turn, message);
+    }
     let context = runtime_context(inner, state);
     if state.runtime_context.as_deref() != Some(context.content_text()) {
         state.runtime_context = Some(context.content_text().to_owned());
@@ -349,6 +354,13 @@ fn prepare_request(
         state
             .history
             .push(seq, turn, Message::User(context.message));
+    }
+    if project
+        && let Some(message) = state
+            .project
+            .catalog(&cwd, inner.profile.skills_home.as_deref())
+    {
+        surface_user(state, turn, message);
     }
     if let Some(reason) = state.header_reason.take() {
         let (config, adapter_defaults) = inner.route.header_config();
@@ -392,6 +404,13 @@ fn prepare_request(
         compact: false,
         tools: inner.specs.clone(),
     }
+}
+
+/// Appends a runtime-made user message of `turn` and adds it to the
+/// history.
+fn surface_user(state: &mut State, turn: u32, message: UserMessage) {
+    let seq = state.emit(EventDraft::surfaced(&message));
+    state.history.push(seq, turn, Message::User(message));
 }
 
 /// Bytes of prompt text, after its leading whitespace, that the fallback

@@ -74,7 +74,7 @@ pub use jobs::{
 };
 pub use mode::{ParsePermissionModeError, PermissionMode};
 pub use output::{ToolOutput, text_block, unknown_tool};
-pub use regular::{DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR};
+pub use regular::{DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR, ReadRegularError, read_regular};
 pub use sandbox::{
     HiddenEnv, LandlockSupport, Launcher, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, NetworkAccess,
     SANDBOX_EXEC_ARG, SCOPE_LANDLOCK_ABI, SandboxConfig, SandboxProbe, sandbox_exec_main,

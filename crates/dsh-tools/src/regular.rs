@@ -95,6 +95,33 @@ pub(crate) fn read_bounded(file: &mut File, limit: u64) -> io::Result<Option<Vec
     Ok(Some(bytes))
 }
 
+/// Why [`read_regular`] read nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadRegularError {
+    /// Something other than a regular file is there (links followed).
+    #[error("not a regular file")]
+    NotRegular,
+    /// The file holds more than the limit.
+    #[error("larger than {0} bytes")]
+    TooLarge(u64),
+    /// The open or the read failed (`NotFound` when nothing is there).
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// Reads the regular file `path` (links followed) whole if it holds at most
+/// `limit` bytes, never blocking on a FIFO and never reading more than
+/// `limit + 1` bytes: how the runtime reads project files the model never
+/// named (instructions, skills).
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadRegularError> {
+    let mut file = match open_read(path) {
+        Ok(file) => file,
+        Err(OpenError::Special) => return Err(ReadRegularError::NotRegular),
+        Err(OpenError::Io(err)) => return Err(ReadRegularError::Io(err)),
+    };
+    read_bounded(&mut file, limit)?.ok_or(ReadRegularError::TooLarge(limit))
+}
+
 /// The model-facing refusal of a file above the limit. `size` is what
 /// `fstat` said, `None` when the file grew past the limit while read;
 /// `hint` says what to do instead.
@@ -148,6 +175,26 @@ mod tests {
         ok(std::fs::write(&path, "x"));
         assert!(open_read(&path).is_ok());
         assert!(matches!(open_read(dir.path()), Err(OpenError::Special)));
+    }
+
+    #[test]
+    fn read_regular_refuses_what_is_not_a_small_regular_file() {
+        let dir = ok(tempfile::tempdir());
+        let path = dir.path().join("f");
+        ok(std::fs::write(&path, "0123"));
+        assert_eq!(ok(read_regular(&path, 4)), b"0123");
+        assert!(matches!(
+            read_regular(&path, 3),
+            Err(ReadRegularError::TooLarge(3))
+        ));
+        assert!(matches!(
+            read_regular(dir.path(), 9),
+            Err(ReadRegularError::NotRegular)
+        ));
+        assert!(matches!(
+            read_regular(&dir.path().join("missing"), 9),
+            Err(ReadRegularError::Io(err)) if err.kind() == io::ErrorKind::NotFound
+        ));
     }
 
     #[test]

@@ -239,6 +239,7 @@ impl Launch {
                 None => PermissionMode::WorkspaceWrite,
             };
             let mut profile = Profile::sdk(mode);
+            profile.skills_home = Some(dsh_home.join("skills"));
             if let Some(value) = env.get("DSH_MAX_TOKENS_AS_SUCCESS") {
                 profile.max_tokens_as_success = !matches!(
                     value.trim().to_ascii_lowercase().as_str(),

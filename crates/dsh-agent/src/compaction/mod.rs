@@ -33,6 +33,10 @@ use std::sync::Arc;
 
 /// `source.kind` of the runtime-context snapshot.
 const RUNTIME_CONTEXT: &str = "runtime-context";
+/// `source.kind` of project instructions.
+const INSTRUCTIONS: &str = "agent-instructions";
+/// `source.kind` of a skill catalog.
+const SKILL_CATALOG: &str = "skill-catalog";
 
 /// Compactions at most before one step (the second condenses what the
 /// first left when the pressure is still too high).
@@ -249,6 +253,11 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
     }
     if !state.history.holds_source(RUNTIME_CONTEXT) {
         state.runtime_context = None;
+    }
+    if !state.history.holds_source(INSTRUCTIONS) || !state.history.holds_source(SKILL_CATALOG) {
+        // What the model still sees of the project's instructions and
+        // skills; the rest is sent again.
+        state.project = crate::project::Tracker::restored(&state.history.messages());
     }
     end_with(&mut state, None);
     Pass::Compacted
