@@ -492,7 +492,9 @@ def test_resume_after_sigkill_repairs_and_reopens_a_running_child(make_harness, 
     # The second process plays the child's answer to the parent's message
     # (the interrupted reply left nothing in its history to count).
     parent_replies = json.loads(Path(model).read_text())["replies"]
-    after = write(base_dir, parent_replies, [{"when": "TASK-DOOMED", "replies": [{"text": "SECOND-ANSWER"}]}], "after.json")
+    # The answer comes after the parent's turn has ended (its news then
+    # starts a turn of its own).
+    after = write(base_dir, parent_replies, [{"when": "TASK-DOOMED", "replies": [{"text": "SECOND-ANSWER", "delay_ms": 1500}]}], "after.json")
     first = Tree(make_harness(model=model), "parent")
     first.run("Delegate")
     [child] = first.children()
