@@ -11,10 +11,13 @@
 
 mod agent;
 mod delegation;
+mod goals;
 mod inner;
+mod plan_mode;
 mod profile;
 mod prose;
 mod state;
+mod tool_args;
 mod tools;
 mod turn;
 mod working_directory;

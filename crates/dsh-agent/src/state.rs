@@ -1,3 +1,4 @@
+use crate::goals::{self, Goals};
 use crate::prose;
 use dsh_protocol::catalog::{
     AbortReason, EventDraft, EventPayload, HeaderReason, InboxSpliced, InboxTarget, StepEnd,
@@ -87,6 +88,8 @@ pub struct State {
     /// The seq and number of the last `turn/end`, if any: a fork copies
     /// the log through it.
     pub completed: Option<(u64, u32)>,
+    /// The session's goal and the running turn's authority over it.
+    pub goals: Goals,
 }
 
 impl State {
@@ -123,6 +126,7 @@ impl State {
             on_claim: Vec::new(),
             turn_history_start: 0,
             completed: None,
+            goals: Goals::default(),
         }
     }
 
@@ -155,6 +159,7 @@ impl State {
         };
         self.emit(EventDraft::surfaced(data).citing(call_seq.into_iter().collect()));
         self.history.push(Arc::new(Message::Tool(message)));
+        goals::deliver_notice(self);
     }
 
     /// `step/end`.
@@ -201,6 +206,7 @@ impl State {
                 },
             );
         }
+        goals::pause_at_disposal(self);
         for (target, queue) in [
             (InboxTarget::NextStep, std::mem::take(&mut self.next_step)),
             (InboxTarget::NextTurn, std::mem::take(&mut self.next_turn)),
@@ -248,12 +254,20 @@ impl State {
         self.turn_history_start = self.history.len();
         self.turn_cancel = self.cancel.child_token();
         let mut claimed = self.claim_next_step();
+        let mut prompt = None;
         if !self.next_turn.is_empty() {
-            let prompt = self.next_turn.remove(0);
+            let message = self.next_turn.remove(0);
             self.event(InboxSpliced::claim(InboxTarget::NextTurn, 1));
-            self.announce_claimed(std::slice::from_ref(&prompt));
-            claimed.push(prompt);
+            self.announce_claimed(std::slice::from_ref(&message));
+            prompt = Some(message);
         }
+        // A goal's round does not hold waiters; any other turn does (it
+        // may follow a round without an idle in between).
+        if !self.goals.turn_begins(prompt.as_ref()) && self.running {
+            self.activity
+                .send_if_modified(|active| !std::mem::replace(active, true));
+        }
+        claimed.extend(prompt);
         self.pending = Some(PendingTurn { turn, claimed });
     }
 

@@ -1,10 +1,11 @@
 //! Tool dispatch: the profile's tool library (`dsh-tools`) plus the tools
-//! that need the agent's own services (`working_directory`).
+//! that need the agent's own services (`working_directory`; in the `sdk`
+//! roster also delegation, goals and plan mode).
 
 use crate::delegation;
 use crate::inner::Inner;
-use crate::prose;
 use crate::state::Delivery;
+use crate::{goals, plan_mode, prose};
 use dsh_protocol::catalog::{SubagentProvider, ToolEvent, ToolSpec};
 use dsh_session::{UserMessage, text_block};
 use dsh_tools::{CancellationToken, JobNotice, ToolContext, ToolHost, ToolOutput, ToolSet};
@@ -76,6 +77,8 @@ fn specs(library: &ToolSet) -> Vec<ToolSpec> {
     let mut specs = library.specs();
     if library.contains(DELEGATING_LIBRARY_MARK) {
         specs.extend(delegation::specs());
+        specs.extend(goals::specs());
+        specs.push(plan_mode::spec());
     }
     specs.push(ToolSpec {
         name: WORKING_DIRECTORY.into(),
@@ -101,8 +104,14 @@ pub(crate) async fn run(
     if name == WORKING_DIRECTORY {
         return working_directory(inner, arguments);
     }
-    if inner.tools.contains(DELEGATING_LIBRARY_MARK) && delegation::DELEGATION_TOOLS.contains(&name)
-    {
+    let sdk = inner.tools.contains(DELEGATING_LIBRARY_MARK);
+    if sdk && goals::GOAL_TOOLS.contains(&name) {
+        return goals::run(inner, name, arguments);
+    }
+    if sdk && name == plan_mode::EXIT_PLAN_MODE {
+        return plan_mode::exit_plan_mode(arguments);
+    }
+    if sdk && delegation::DELEGATION_TOOLS.contains(&name) {
         return match name {
             "subagent" => delegation::spawn(inner, arguments, SubagentProvider::Spawn).await,
             "subagent_fork" => delegation::spawn(inner, arguments, SubagentProvider::Fork).await,

@@ -21,6 +21,7 @@
 
 mod codes;
 mod envelope;
+mod goal;
 mod inbox;
 mod llm;
 mod session;
@@ -31,6 +32,9 @@ mod turn;
 
 pub use codes::{LlmFailureCode, ToolErrorCode};
 pub use envelope::{AppendOp, EventDraft, RangeOp, SessionEvent, SurfaceOp};
+pub use goal::{
+    BlockedCode, BlockedReason, GoalChange, GoalChangeKind, GoalOperation, GoalPhase, GoalSnapshot,
+};
 pub use inbox::{InboxSpliced, InboxTarget, SpliceOutcome};
 pub use llm::{LlmFailure, LlmRetry, LlmRetryStarted, Millis, RetryMode, Usage};
 pub use session::{
@@ -204,4 +208,6 @@ catalogue! {
     SubagentDescriptor(SubagentDescriptor),
     /// `subagent/catalog`.
     SubagentCatalog(SubagentCatalog),
+    /// `goal/change`.
+    GoalChange(GoalChange),
 }

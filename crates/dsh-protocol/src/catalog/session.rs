@@ -64,6 +64,8 @@ pub enum HeaderReason {
     Initial,
     /// The first request after a resume.
     Resume,
+    /// The first request of a goal's continuation round.
+    Series,
 }
 
 /// `request/context {provider, model, contextWindow, systemPromptUpdate?}`.
