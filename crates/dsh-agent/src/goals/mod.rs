@@ -189,3 +189,33 @@ pub(crate) fn pause_at_disposal(state: &mut State) {
         state.event(change);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_is_a_round_only_for_a_well_formed_goal_message() {
+        let user = UserMessage::prompt(vec![text_block("hi")]);
+        assert_eq!(Origin::of(Some(&user)), Origin::Human);
+        assert_eq!(Origin::of(None), Origin::Other);
+        let round = UserMessage::new(
+            vec![text_block("<goal_round>")],
+            json!({"kind": "goal", "goalId": "goal-1", "revision": 1, "round": 2}),
+        );
+        assert_eq!(
+            Origin::of(Some(&round)),
+            Origin::Round {
+                goal_id: "goal-1".into(),
+                round: 2
+            }
+        );
+        let broken = UserMessage::new(vec![], json!({"kind": "goal", "goalId": "goal-1"}));
+        assert_eq!(Origin::of(Some(&broken)), Origin::Other);
+        let notice = UserMessage::inbox_notice("tool-jobs", vec![], "done", None);
+        let mut goals = Goals::default();
+        assert!(!goals.turn_begins(Some(&notice)));
+        assert_eq!(goals.origin, Origin::Other);
+        assert!(goals.turn_begins(Some(&round)));
+    }
+}
