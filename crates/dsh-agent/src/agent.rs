@@ -1,5 +1,6 @@
 use crate::compaction::{self, Budget};
 use crate::delegation::{self, Lineage, SessionHost};
+use crate::goals::{self, Goals};
 use crate::history::History;
 use crate::inner::Inner;
 use crate::profile::{PermissionMode, Profile};
@@ -12,7 +13,7 @@ use dsh_protocol::catalog::{
     SandboxMode, SessionEndSeed, SessionEvent, SubagentDescriptor, TurnEndReason,
 };
 use dsh_protocol::notifications::SubagentStartedParams;
-use dsh_session::store::ResumeFacts;
+use dsh_session::store::{GoalFacts, ResumeFacts};
 use dsh_session::{EventLog, LogUnwritable, SystemMessage, TreeNotice, UserMessage, text_of};
 use dsh_tools::{CancellationToken, SessionTools, ToolSet};
 use serde_json::Value;
@@ -261,8 +262,9 @@ impl Agent {
         }
     }
 
-    /// Whether the agent and every descendant are idle now.
-    fn tree_quiet(&self) -> bool {
+    /// Whether the agent and every descendant are idle now (a child's
+    /// news delivered to its parent).
+    pub(crate) fn tree_quiet(&self) -> bool {
         !*self.inner.state().activity.borrow() && self.children().iter().all(|c| c.tree_quiet())
     }
 
@@ -352,6 +354,7 @@ const DELEGATION: &str = "delegation";
 /// Copies a fork's inherited events into the child's log and takes over
 /// the state they describe.
 fn inherit(state: &mut State, seed: Seed) {
+    let mut goal = GoalFacts::default();
     for event in seed.events {
         let data = match event.typed() {
             Ok(data) => data,
@@ -363,6 +366,7 @@ fn inherit(state: &mut State, seed: Seed) {
                 continue;
             }
         };
+        goal.push(&data);
         state.emit(EventDraft {
             data,
             source_event_seqs: event.source_event_seqs,
@@ -381,6 +385,7 @@ fn inherit(state: &mut State, seed: Seed) {
     state.titled = seed.titled;
     state.header_reason = Some(HeaderReason::Resume);
     state.context_announced = true;
+    state.goals = Goals::restored(goal);
 }
 
 /// Rebuilds the agent state of a stored session.
@@ -407,6 +412,7 @@ fn restore(state: &mut State, facts: ResumeFacts) {
         .map(|m| text_of(&m.content).collect::<Vec<_>>().join(""));
     state.header_reason = Some(HeaderReason::Resume);
     state.context_announced = true;
+    state.goals = Goals::restored(facts.goal);
 }
 
 fn system_text(message: &SystemMessage) -> String {
@@ -424,7 +430,9 @@ async fn run_loop(inner: Arc<Inner>) {
             let reason = turn::run(&inner, pending.turn, pending.claimed).await;
             let mut state = inner.state();
             let continues = !matches!(reason, TurnEndReason::Error { .. });
+            let completed = matches!(reason, TurnEndReason::Completed);
             state.end_turn(pending.turn, reason);
+            goals::turn_ended(&mut state, completed);
             if continues && (!state.next_turn.is_empty() || state.steered) {
                 state.begin_turn();
                 state.log.flush();
@@ -440,6 +448,9 @@ async fn run_loop(inner: Arc<Inner>) {
             } else {
                 state.go_idle();
                 state.log.flush();
+                drop(state);
+                // An armed goal's next round begins here (the loop runs it).
+                goals::schedule(&inner);
             }
         }
     }

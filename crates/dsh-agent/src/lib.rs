@@ -12,12 +12,15 @@
 mod agent;
 mod compaction;
 mod delegation;
+mod goals;
 mod history;
 mod inner;
+mod plan_mode;
 mod profile;
 mod project;
 mod prose;
 mod state;
+mod tool_args;
 mod tools;
 mod turn;
 mod working_directory;

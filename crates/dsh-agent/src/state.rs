@@ -1,3 +1,4 @@
+use crate::goals::{self, Goals};
 use crate::history::History;
 use crate::prose;
 use dsh_protocol::catalog::{
@@ -89,6 +90,8 @@ pub struct State {
     pub completed: Option<(u64, u32)>,
     /// What was sent of the project's instructions and skills.
     pub project: crate::project::Tracker,
+    /// The session's goal and the running turn's authority over it.
+    pub goals: Goals,
 }
 
 impl State {
@@ -126,6 +129,7 @@ impl State {
             turn_history_start: 0,
             completed: None,
             project: crate::project::Tracker::default(),
+            goals: Goals::default(),
         }
     }
 
@@ -158,6 +162,7 @@ impl State {
         };
         let seq = self.emit(EventDraft::surfaced(data).citing(call_seq.into_iter().collect()));
         self.history.push(seq, turn, Message::Tool(message));
+        goals::deliver_notice(self);
     }
 
     /// `step/end`.
@@ -204,6 +209,7 @@ impl State {
                 },
             );
         }
+        goals::pause_at_disposal(self);
         for (target, queue) in [
             (InboxTarget::NextStep, std::mem::take(&mut self.next_step)),
             (InboxTarget::NextTurn, std::mem::take(&mut self.next_turn)),
@@ -251,12 +257,20 @@ impl State {
         self.turn_history_start = self.history.len();
         self.turn_cancel = self.cancel.child_token();
         let mut claimed = self.claim_next_step();
+        let mut prompt = None;
         if !self.next_turn.is_empty() {
-            let prompt = self.next_turn.remove(0);
+            let message = self.next_turn.remove(0);
             self.event(InboxSpliced::claim(InboxTarget::NextTurn, 1));
-            self.announce_claimed(std::slice::from_ref(&prompt));
-            claimed.push(prompt);
+            self.announce_claimed(std::slice::from_ref(&message));
+            prompt = Some(message);
         }
+        // A goal's round does not hold waiters; any other turn does (it
+        // may follow a round without an idle in between).
+        if !self.goals.turn_begins(prompt.as_ref()) && self.running {
+            self.activity
+                .send_if_modified(|active| !std::mem::replace(active, true));
+        }
+        claimed.extend(prompt);
         self.pending = Some(PendingTurn { turn, claimed });
     }
 

@@ -1,11 +1,12 @@
 //! Tool dispatch: the profile's tool library (`dsh-tools`) plus the tools
-//! that need the agent's own services (`working_directory`).
+//! that need the agent's own services (`working_directory`; in the `sdk`
+//! roster also delegation, goals and plan mode).
 
 use crate::delegation;
 use crate::inner::Inner;
 use crate::project;
-use crate::prose;
 use crate::state::Delivery;
+use crate::{goals, plan_mode, prose};
 use dsh_protocol::catalog::{SubagentProvider, ToolEvent, ToolSpec};
 use dsh_session::{UserMessage, text_block};
 use dsh_tools::{CancellationToken, JobNotice, ToolContext, ToolHost, ToolOutput, ToolSet};
@@ -82,6 +83,8 @@ fn specs(library: &ToolSet) -> Vec<ToolSpec> {
     if library.contains(DELEGATING_LIBRARY_MARK) {
         specs.extend(delegation::specs());
         specs.push(project::skill_spec());
+        specs.extend(goals::specs());
+        specs.push(plan_mode::spec());
     }
     specs.push(ToolSpec {
         name: WORKING_DIRECTORY.into(),
@@ -107,12 +110,18 @@ pub(crate) async fn run(
     if name == WORKING_DIRECTORY {
         return working_directory(inner, arguments);
     }
-    if name == project::SKILL && inner.tools.contains(DELEGATING_LIBRARY_MARK) {
+    let sdk = inner.tools.contains(DELEGATING_LIBRARY_MARK);
+    if sdk && name == project::SKILL {
         let home = inner.profile.skills_home.clone();
         return project::run_skill(cwd, home, arguments).await;
     }
-    if inner.tools.contains(DELEGATING_LIBRARY_MARK) && delegation::DELEGATION_TOOLS.contains(&name)
-    {
+    if sdk && goals::GOAL_TOOLS.contains(&name) {
+        return goals::run(inner, name, arguments);
+    }
+    if sdk && name == plan_mode::EXIT_PLAN_MODE {
+        return plan_mode::exit_plan_mode(arguments);
+    }
+    if sdk && delegation::DELEGATION_TOOLS.contains(&name) {
         return match name {
             "subagent" => delegation::spawn(inner, arguments, SubagentProvider::Spawn).await,
             "subagent_fork" => delegation::spawn(inner, arguments, SubagentProvider::Fork).await,

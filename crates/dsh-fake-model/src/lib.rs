@@ -20,6 +20,8 @@
 //! `huge-tool-call {name, arguments, field, bytes}` (one tool call whose
 //! `field` argument is that large).
 //! Every request is recorded (API keys redacted to their length).
+//! `{{goal}}` in a reply's tool-call arguments stands for the last goal id
+//! (`goal-<uuid>`) the request body shows.
 //!
 //! A scenario's `agents` scripts answer concurrent agents: a request is
 //! answered from the first `agents` entry whose `when` occurs in one of its
@@ -178,6 +180,13 @@ async fn handle(
         *index += 1;
         reply
     };
+    let mut reply = reply;
+    if let (Some(reply), Some(goal)) = (
+        &mut reply,
+        dsh_llm::scripted::last_goal_id(&String::from_utf8_lossy(&bytes)),
+    ) {
+        reply.substitute_goal_id(goal);
+    }
     let Some(reply) = reply else {
         return Ok(plain(
             StatusCode::INTERNAL_SERVER_ERROR,

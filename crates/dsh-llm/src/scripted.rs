@@ -40,7 +40,8 @@
 //! has content or an `error`, never both. `stop` defaults to `tool_use` when the reply has a tool call, else
 //! `end_turn`. In tool-call `arguments`, `{{agent:N}}` stands for the id of
 //! the N-th subagent the session started (from 0; read from its history's
-//! `started subagent <id>` results). Tool-call `arguments` given as a string are sent verbatim
+//! `started subagent <id>` results) and `{{goal}}` for the id of the last
+//! goal its tool results show. Tool-call `arguments` given as a string are sent verbatim
 //! (useful for truncated JSON under `max_tokens`). `usage: {input_tokens,
 //! output_tokens}` overrides the default estimate (a quarter of the
 //! characters). A request after the last reply fails with code
@@ -434,6 +435,9 @@ impl ScriptedProvider {
                 *index += 1;
                 if let Some(reply) = &mut reply {
                     substitute_agent_ids(reply, &request.messages);
+                    if let Some(goal) = history_goal_id(&request.messages) {
+                        reply.substitute_goal_id(goal);
+                    }
                 }
                 reply.ok_or_else(|| {
                     LlmFailure::new(
@@ -475,6 +479,60 @@ fn substitute_agent_ids(reply: &mut Reply, messages: &[Arc<Message>]) {
             replace_in(arguments, &ids);
         }
     }
+}
+
+/// What a scripted tool call writes for "the id of the session's latest
+/// goal": `{{goal}}`, replaced by the last `goal-<uuid>` its request shows
+/// (see [`last_goal_id`]).
+const GOAL_PLACEHOLDER: &str = "{{goal}}";
+
+/// Length of a goal id: `goal-` and a hyphenated UUID.
+const GOAL_ID_LEN: usize = 5 + 36;
+
+/// The last goal id (`goal-` followed by a hyphenated UUID) in `text`.
+pub fn last_goal_id(text: &str) -> Option<&str> {
+    text.rmatch_indices("goal-").find_map(|(at, _)| {
+        let id = text.get(at..at + GOAL_ID_LEN)?;
+        let uuid = &id[5..];
+        let shaped = uuid.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        });
+        shaped.then_some(id)
+    })
+}
+
+impl Reply {
+    /// Replaces every `{{goal}}` in the reply's tool-call arguments with
+    /// `goal_id`.
+    pub fn substitute_goal_id(&mut self, goal_id: &str) {
+        for block in &mut self.blocks {
+            if let Some(call) = &mut block.tool_call
+                && let Some(arguments) = &mut call.arguments
+            {
+                replace_goal_in(arguments, goal_id);
+            }
+        }
+    }
+}
+
+fn replace_goal_in(value: &mut Value, goal_id: &str) {
+    match value {
+        Value::String(text) if text.contains(GOAL_PLACEHOLDER) => {
+            *text = text.replace(GOAL_PLACEHOLDER, goal_id);
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| replace_goal_in(v, goal_id)),
+        Value::Object(map) => map.values_mut().for_each(|v| replace_goal_in(v, goal_id)),
+        _ => {}
+    }
+}
+
+/// The last goal id the tool results of `messages` show.
+fn history_goal_id(messages: &[Arc<Message>]) -> Option<&str> {
+    messages.iter().rev().find_map(|m| match m.as_ref() {
+        Message::Tool(t) => text_of(&t.content).filter_map(last_goal_id).last(),
+        _ => None,
+    })
 }
 
 fn replace_in(value: &mut Value, ids: &[&str]) {
@@ -772,6 +830,29 @@ mod tests {
             )))],
             tools: Arc::new(Vec::new()),
         }
+    }
+
+    #[test]
+    fn the_goal_placeholder_takes_the_last_goal_id_shown() {
+        let a = "goal-186ba0b3-2046-457e-b027-e870c5d94b9d";
+        let b = "goal-b0539ea3-0cfc-46be-9bbc-fc88cc236452";
+        let text = format!(r#"{{"id":"{a}"}} then {{\"id\":\"{b}\"}} goal-nothex goal-"#);
+        assert_eq!(last_goal_id(&text), Some(b));
+        assert_eq!(last_goal_id("goal-zz"), None);
+        let mut reply: Reply = serde_json::from_value(json!({"blocks": [{"tool_call": {
+            "name": "update_goal",
+            "arguments": {"goal_id": "{{goal}}", "nested": ["x {{goal}}"]},
+        }}]}))
+        .unwrap();
+        reply.substitute_goal_id(a);
+        let arguments = reply.blocks[0]
+            .tool_call
+            .as_ref()
+            .and_then(|c| c.arguments.clone());
+        assert_eq!(
+            arguments,
+            Some(json!({"goal_id": a, "nested": [format!("x {a}")]}))
+        );
     }
 
     async fn settle(provider: &ScriptedProvider, request: ModelRequest) -> Settled {

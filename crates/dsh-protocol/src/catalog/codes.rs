@@ -137,6 +137,28 @@ codes! {
         ActivationLimitReached = "ACTIVATION_LIMIT_REACHED",
         /// The arguments do not fit the tool's schema.
         InvalidArgs = "INVALID_ARGS",
+        /// The goal named is not the current goal at that revision.
+        GoalStaleRevision = "GOAL_STALE_REVISION",
+        /// A goal that is not complete exists already.
+        GoalAlreadyExists = "GOAL_ALREADY_EXISTS",
+        /// There is no goal.
+        GoalNotFound = "GOAL_NOT_FOUND",
+        /// The objective is empty (or too long).
+        GoalInvalidObjective = "GOAL_INVALID_OBJECTIVE",
+        /// The round limit is not a positive safe integer.
+        GoalInvalidMaxRounds = "GOAL_INVALID_MAX_ROUNDS",
+        /// An edit that changes nothing.
+        GoalInvalidEdit = "GOAL_INVALID_EDIT",
+        /// The action does not apply to the goal's phase.
+        GoalInvalidTransition = "GOAL_INVALID_TRANSITION",
+        /// The model tried to resume a goal a person paused.
+        GoalToolResumePaused = "GOAL_TOOL_RESUME_PAUSED",
+        /// The update's fields do not fit its action.
+        GoalToolInvalidUpdate = "GOAL_TOOL_INVALID_UPDATE",
+        /// The turn may not make this goal change.
+        GoalToolAuthorityRequired = "GOAL_TOOL_AUTHORITY_REQUIRED",
+        /// A round reported the goal blocked too early.
+        GoalToolBlockThreshold = "GOAL_TOOL_BLOCK_THRESHOLD",
     }
 }
 
@@ -153,6 +175,17 @@ impl ToolErrorCode {
                 "SubagentError"
             }
             Self::InvalidArgs => "ToolArgsError",
+            Self::GoalStaleRevision
+            | Self::GoalAlreadyExists
+            | Self::GoalNotFound
+            | Self::GoalInvalidObjective
+            | Self::GoalInvalidMaxRounds
+            | Self::GoalInvalidEdit
+            | Self::GoalInvalidTransition => "GoalError",
+            Self::GoalToolResumePaused
+            | Self::GoalToolInvalidUpdate
+            | Self::GoalToolAuthorityRequired
+            | Self::GoalToolBlockThreshold => "HarnessError",
             Self::Other(_) => "ToolError",
         }
     }

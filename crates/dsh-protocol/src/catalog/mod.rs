@@ -22,6 +22,7 @@
 mod codes;
 mod compaction;
 mod envelope;
+mod goal;
 mod inbox;
 mod llm;
 mod session;
@@ -33,6 +34,9 @@ mod turn;
 pub use codes::{LlmFailureCode, ToolErrorCode};
 pub use compaction::{CompactionEnd, CompactionStart, CompactionSummary, SeqRange};
 pub use envelope::{AppendOp, EventDraft, RangeOp, SessionEvent, SurfaceOp};
+pub use goal::{
+    BlockedCode, BlockedReason, GoalChange, GoalChangeKind, GoalOperation, GoalPhase, GoalSnapshot,
+};
 pub use inbox::{InboxSpliced, InboxTarget, SpliceOutcome};
 pub use llm::{LlmFailure, LlmRetry, LlmRetryStarted, Millis, RetryMode, Usage};
 pub use session::{
@@ -226,4 +230,6 @@ catalogue! {
     SubagentDescriptor(SubagentDescriptor),
     /// `subagent/catalog`.
     SubagentCatalog(SubagentCatalog),
+    /// `goal/change`.
+    GoalChange(GoalChange),
 }

@@ -65,7 +65,7 @@ pub enum HeaderReason {
     /// The first request after a resume.
     Resume,
     /// The first request of a new series: the history before it was
-    /// rewritten (a compaction), so a provider's prompt cache starts over.
+    /// rewritten (a compaction), or a goal's continuation round begins.
     Series,
 }
 

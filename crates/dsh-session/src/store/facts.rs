@@ -1,7 +1,8 @@
 //! What resume rebuilds from a stored log: turn counter, title, working
-//! directory, the two inbox queues and the model-visible history.
+//! directory, the two inbox queues, the model-visible history and the goal.
 
 use super::error::StoreError;
+use super::goal_facts::GoalFacts;
 use dsh_protocol::catalog::{
     Event, InboxSpliced, InboxTarget, RangeOp, SessionEvent, SubagentCatalog, SubagentDescriptor,
     SurfaceOp,
@@ -58,6 +59,8 @@ pub struct ResumeFacts {
     /// How this session was started, if it is a child
     /// (`subagent/descriptor`).
     pub descriptor: Option<SubagentDescriptor>,
+    /// The session's goal (`goal/change`, round messages).
+    pub goal: GoalFacts,
 }
 
 /// Applies one `agent/inbox/spliced` to its queue: remove `removedCount`
@@ -158,7 +161,11 @@ impl ResumeFacts {
             Event::TurnStart(start) => self.last_turn = start.turn.into(),
             Event::SessionTitle(_) => self.has_title = true,
             Event::WorkingDirectoryChange(change) => self.cwd = Some(change.cwd),
-            Event::InboxSpliced(spliced) => splice(&mut self.inbox, spliced),
+            Event::InboxSpliced(spliced) => {
+                self.goal.inserted(&spliced.inserted);
+                splice(&mut self.inbox, spliced);
+            }
+            Event::GoalChange(change) => self.goal.change(change),
             Event::SystemMessage(system) => {
                 self.last_system = Some(system.message.clone());
                 let entry = self.entry(event, Message::System(system.message), None);

@@ -48,6 +48,7 @@ mod compress;
 mod error;
 mod facts;
 mod fsutil;
+mod goal_facts;
 mod header;
 mod index;
 mod layout;
@@ -63,6 +64,7 @@ pub mod names;
 
 pub use error::StoreError;
 pub use facts::{HistoryEntry, PendingInbox, ResumeFacts, resume_facts};
+pub use goal_facts::GoalFacts;
 pub use header::{FORMAT_VERSION, HeaderType, SessionHeader};
 pub use layout::{Encoding, LOCK_FILE, PLAIN_FILE, SessionLocation, SessionStore, ZSTD_FILE};
 pub use locked::{Locked, LockedLog, LockedSession, ReadLog};
