@@ -4,7 +4,8 @@ and `exit_plan_mode`, driven through the official Python SDK, plus
 differential runs against the official runtime.
 
 A round that must stay open while the test acts runs `cat` on a FIFO in
-the workspace: it cannot finish before the test writes to it, so the
+the workspace (it cannot finish before the test writes to it) or waits for
+a reply held back for a minute (the runtime is stopped meanwhile), so the
 orderings below hold whatever the machine's speed.
 """
 
@@ -22,7 +23,7 @@ import pytest
 from deepseek_harness import DeepSeekHarness
 from pydantic import BaseModel
 
-from interop_support import FRAME_TIMEOUT, RUN_TIMEOUT, run_bounded, write_scenario
+from interop_support import FRAME_TIMEOUT, RUN_TIMEOUT, clean_env, run_bounded, write_scenario
 from test_differential import KEY, REMOVED, official_bin, scrub  # noqa: F401 - official_bin is a fixture
 from test_sessions import log_file, read_log
 
@@ -133,15 +134,6 @@ class Gate:
         thread.start()
         thread.join(FRAME_TIMEOUT)
         assert not thread.is_alive(), "nobody read the gate"
-
-    def release(self):
-        """Frees a reader left behind (a killed runtime's `cat`)."""
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            return
-        os.write(fd, b"x\n")
-        os.close(fd)
 
 
 @pytest.fixture
@@ -307,21 +299,31 @@ def test_rounds_run_to_the_limit_then_block(goal_harness):
     assert [e["type"] for e in last.events if e["type"] == "request/header"] == []
 
 
-def test_session_wait_returns_at_the_idle_before_a_round(goal_harness, workspace):
+def test_session_wait_during_a_round_returns_at_its_end(make_raw, base_dir, workspace):
     gate = Gate(workspace)
     replies = [call("create_goal", {"objective": "Obj", "max_goal_rounds": 1}), {"text": "t1"},
                WAIT_FOR_GATE, {"text": "r1"}]
-    tree = Tree(goal_harness(replies))
-    session = tree.harness.start_session(SID)
-    run_bounded(session, "Start")
-    tree.until_event("tool/call", 1, where=lambda d: d["name"] == "bash")
-    # The round is held at the gate: the wait still returns (rounds do not
-    # hold waiters, as on the official runtime).
-    tree.harness.client.request("session/wait", {"sessionId": SID}, response_model=Empty, timeout_seconds=FRAME_TIMEOUT)
-    assert tree.of("goal/change")[-1]["data"]["operation"] == "create"
+    raw = make_raw(env=clean_env(None, base_dir / "home", **FULL_ACCESS, DSH_HOME=str(base_dir / "dsh_home")))
+    raw.initialize(workspace, model=write_scenario(base_dir, replies))
+    raw.prompt(SID, "Start")
+
+    def event(kind, where=lambda data: True):
+        return lambda f: f.get("method") == "session.event" and f["params"]["event"]["type"] == kind \
+            and where(f["params"]["event"]["data"])
+
+    raw.wait_for(event("tool/call", lambda d: d["name"] == "bash"), what="the round's call")
+    wait = raw.send_request("session/wait", {"sessionId": SID})
+    # A request answered after the wait's: the wait is under way.
+    raw.result("session/working-directory/get", {"sessionId": SID})
     gate.open()
-    tree.until_event("goal/change", 2)
-    assert tree.of("goal/change")[-1]["data"]["goal"]["blockedReason"]["code"] == "round-limit"
+    at, response = raw.response_to(wait)
+    assert response["result"] == {}
+    # As on the official runtime, the wait ends with the round: after the
+    # round's turn/end and idle, not while the round was held.
+    round_end, _ = raw.wait_for(event("turn/end", lambda d: d["turn"] == 2), what="the round's end")
+    idle = raw.status(SID, "idle", start=round_end)
+    assert round_end < idle < at
+    raw.wait_for(event("goal/change", lambda d: d["operation"] == "block"), what="the round limit")
 
 
 def test_completing_the_goal_in_a_round_ends_the_rounds(goal_harness):
@@ -441,21 +443,28 @@ def test_a_prompt_sent_during_a_round_runs_before_the_next_round(goal_harness, w
     assert timeline[end + 1] == "turn/start"
 
 
-def test_shutdown_pauses_an_armed_goal_and_resume_keeps_it(make_harness, goal_harness, base_dir, workspace, dsh_home):
-    gate = Gate(workspace)
-    replies = [call("create_goal", {"objective": "Obj", "max_goal_rounds": 5}), {"text": "t1"}, WAIT_FOR_GATE,
-               call("get_goal", {}), update(2, "resume"), {"text": "paused still"}, {"text": "nothing more"}]
-    model = write_scenario(base_dir, replies)
-    tree = Tree(make_harness(model=model, env=FULL_ACCESS))
+NEVER = {"text": "never", "delay_ms": 60000}
+
+
+def until_round_asks(tree: Tree):
+    """Waits until the first round's model request is out (and held)."""
+    tree.until_event("request/header", 1, where=lambda d: d["reason"] == "series")
+
+
+def test_shutdown_pauses_an_armed_goal_and_resume_keeps_it(make_harness, base_dir, dsh_home):
+    before = [call("create_goal", {"objective": "Obj", "max_goal_rounds": 5}), {"text": "t1"}, NEVER]
+    # The resumed process continues after the replies the history holds.
+    after = before[:2] + [call("get_goal", {}), update(2, "resume"), {"text": "paused still"}, {"text": "nothing more"}]
+    tree = Tree(make_harness(model=write_scenario(base_dir, before, "before.json")))
     run_bounded(tree.harness.start_session(SID), "Go")
-    tree.until_event("tool/call", 1, where=lambda d: d["name"] == "bash")
+    until_round_asks(tree)
     tree.harness.close()
     stored = read_log(log_file(dsh_home, SID))
-    tail = [(e["type"], e["data"].get("operation") or e["data"].get("reason")) for e in stored[-3:]]
-    assert tail[-2:] == [("turn/end", {"kind": "aborted", "reason": {"kind": "disposed"}}), ("goal/change", "pause")]
+    tail = [(e["type"], e["data"].get("operation") or e["data"].get("reason")) for e in stored[-2:]]
+    assert tail == [("turn/end", {"kind": "aborted", "reason": {"kind": "disposed"}}), ("goal/change", "pause")]
     assert stored[-1]["data"]["goal"]["revision"] == 2 and stored[-1]["data"]["roundsStarted"] == 1
 
-    again = Tree(make_harness(model=model, env=FULL_ACCESS))
+    again = Tree(make_harness(model=write_scenario(base_dir, after, "after.json")))
     session = again.harness.resume_session(SID)
     check = run_bounded(session, "Check")
     out = results(check.events)
@@ -463,38 +472,32 @@ def test_shutdown_pauses_an_armed_goal_and_resume_keeps_it(make_harness, goal_ha
     assert view(out[0]["text"])["activation"] == "disarmed"
     # Only the user may resume it (the model cannot resume a paused goal).
     assert out[1]["error"]["code"] == "GOAL_TOOL_RESUME_PAUSED"
-    after = run_bounded(session, "More?")
-    assert goal_inserts(after.events) == []
-    gate.release()
+    more = run_bounded(session, "More?")
+    assert more.final_response == "nothing more"
+    assert goal_inserts(again.events()) == []
 
 
-def test_a_killed_session_resumes_its_goal_disarmed(make_harness, base_dir, workspace, dsh_home):
-    gate = Gate(workspace)
-    replies = [call("create_goal", {"objective": "Obj", "max_goal_rounds": 3}), {"text": "t1"}, WAIT_FOR_GATE,
-               call("get_goal", {}), {"text": "disarmed"}, update(1, "resume"), {"text": "re-armed"},
-               {"text": "r2"}, {"text": "r3"}]
-    model = write_scenario(base_dir, replies)
-    tree = Tree(make_harness(model=model, env=FULL_ACCESS))
+def test_a_killed_session_resumes_its_goal_disarmed(make_harness, base_dir):
+    before = [call("create_goal", {"objective": "Obj", "max_goal_rounds": 3}), {"text": "t1"}, NEVER]
+    after = before[:2] + [call("get_goal", {}), {"text": "disarmed"}, update(1, "resume"), {"text": "re-armed"},
+                          {"text": "r2"}, {"text": "r3"}]
+    tree = Tree(make_harness(model=write_scenario(base_dir, before, "before.json")))
     run_bounded(tree.harness.start_session(SID), "Go")
-    tree.until_event("tool/call", 1, where=lambda d: d["name"] == "bash")
+    until_round_asks(tree)
     tree.harness.client._proc.kill()
     tree.harness.client._proc.wait()
-    gate.release()
-    try:
-        tree.harness.close()
-    except Exception:  # noqa: BLE001 - the runtime is dead already
-        pass
 
-    again = Tree(make_harness(model=model, env=FULL_ACCESS))
+    again = Tree(make_harness(model=write_scenario(base_dir, after, "after.json")))
     session = again.harness.resume_session(SID)
     first = run_bounded(session, "Check")
     goal = view(results(first.events)[0]["text"])
     assert goal["activation"] == "disarmed"
     assert (goal["goal"]["phase"], goal["goal"]["revision"], goal["goal"]["roundsStarted"]) == ("active", 1, 1)
-    # Disarmed: no round starts by itself after the user's turn.
     second = run_bounded(session, "Resume it")
     assert view(results(second.events)[0]["text"])["activation"] == "armed"
     again.until_event("goal/change", 2)
+    # No round started by itself after the resume: the rounds are the
+    # re-armed goal's (revision 2), counted on from the interrupted one.
     inserts = goal_inserts(again.events())
     assert [(s["revision"], s["round"]) for s in inserts] == [(2, 2), (2, 3)]
     assert again.of("goal/change")[-1]["data"]["goal"]["blockedReason"]["code"] == "round-limit"

@@ -4,7 +4,7 @@ use crate::goals::{self, Goals};
 use crate::history::History;
 use crate::inner::Inner;
 use crate::profile::{PermissionMode, Profile};
-use crate::state::State;
+use crate::state::{Activity, State};
 use crate::tools::{self, AgentHost};
 use crate::turn;
 use dsh_llm::{Provider, RetryPolicy, Route};
@@ -98,7 +98,7 @@ impl Agent {
     /// `sdk` profile starts with the three policy events. Must be called
     /// inside a Tokio runtime.
     pub fn create(config: AgentConfig, start: Start) -> Self {
-        let (activity, _) = watch::channel(false);
+        let (activity, _) = watch::channel(Activity::default());
         let cancel = CancellationToken::new();
         let mut state = State::new(
             config.log,
@@ -241,22 +241,38 @@ impl Agent {
     }
 
     /// Waits until the agent is idle (and, for a child, its parent has
-    /// its news).
+    /// its news), or went idle since the call (a goal's round may have
+    /// begun at once).
     pub async fn wait_idle(&self) {
+        self.next_idle().await;
+    }
+
+    /// See [`wait_idle`](Self::wait_idle); returns the count of idles
+    /// ([`Activity::idles`]) it saw.
+    async fn next_idle(&self) -> u64 {
         let mut activity = self.inner.state().activity.subscribe();
-        let _ = activity.wait_for(|running| !running).await;
+        let start = activity.borrow().idles;
+        match activity.wait_for(|a| !a.busy || a.idles != start).await {
+            Ok(a) => a.idles,
+            // The agent is gone: nothing more to wait for.
+            Err(_) => start,
+        }
     }
 
     /// Waits until the agent and all its descendants are idle at once
     /// (what `session/wait` waits for): a child's news that wakes its
-    /// parent starts the wait over.
+    /// parent starts the wait over. A goal's round begun at the idle seen
+    /// is not waited for (as on the official runtime, `session/wait`
+    /// returns at the idle before a round).
     pub async fn wait_tree_idle(&self) {
         loop {
-            self.wait_idle().await;
+            let seen = self.next_idle().await;
             for child in self.children() {
                 Box::pin(child.wait_tree_idle()).await;
             }
-            if self.tree_quiet() {
+            let own = *self.inner.state().activity.borrow();
+            let idle = !own.busy || (own.in_round && own.idles == seen);
+            if idle && self.children().iter().all(|c| c.tree_quiet()) {
                 return;
             }
         }
@@ -265,7 +281,7 @@ impl Agent {
     /// Whether the agent and every descendant are idle now (a child's
     /// news delivered to its parent).
     pub(crate) fn tree_quiet(&self) -> bool {
-        !*self.inner.state().activity.borrow() && self.children().iter().all(|c| c.tree_quiet())
+        !self.inner.state().activity.borrow().busy && self.children().iter().all(|c| c.tree_quiet())
     }
 
     /// The children this agent started, oldest first.
@@ -332,7 +348,7 @@ impl Agent {
         // Nothing runs any more: release `session/wait` callers (with
         // notifications muted, no `idle` is sent).
         state.running = false;
-        state.activity.send_replace(false);
+        state.release_waiters();
     }
 
     pub(crate) fn inner(&self) -> &Inner {
@@ -444,7 +460,7 @@ async fn run_loop(inner: Arc<Inner>) {
                 state.log.flush();
                 drop(state);
                 delegation::settled(&inner);
-                inner.state().activity.send_replace(false);
+                inner.state().release_waiters();
             } else {
                 state.go_idle();
                 state.log.flush();

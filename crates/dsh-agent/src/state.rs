@@ -20,6 +20,19 @@ pub enum Delivery {
     Relay,
 }
 
+/// What waiters of an agent see (`session/wait`, a parent's tree wait).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// Whether the agent works (for a child: until its parent has its
+    /// news).
+    pub busy: bool,
+    /// How many times it released its waiters: a waiter returns at the
+    /// next release even when a goal's round begins at once after it.
+    pub idles: u64,
+    /// Whether the running turn is a goal's round begun at that release.
+    pub in_round: bool,
+}
+
 /// A turn whose claims are done and whose steps have not run yet.
 #[derive(Debug)]
 pub struct PendingTurn {
@@ -59,7 +72,7 @@ pub struct State {
     /// Whether the session has a title.
     pub titled: bool,
     /// Mirrors `running` for waiters.
-    pub activity: watch::Sender<bool>,
+    pub activity: watch::Sender<Activity>,
     /// The turn between `turn/start` and `turn/end`, if any.
     pub open_turn: Option<u32>,
     /// The step between `step/start` and `step/end`, if any.
@@ -99,7 +112,7 @@ impl State {
     pub fn new(
         log: EventLog,
         cwd: PathBuf,
-        activity: watch::Sender<bool>,
+        activity: watch::Sender<Activity>,
         cancel: CancellationToken,
     ) -> Self {
         Self {
@@ -264,11 +277,12 @@ impl State {
             self.announce_claimed(std::slice::from_ref(&message));
             prompt = Some(message);
         }
-        // A goal's round does not hold waiters; any other turn does (it
-        // may follow a round without an idle in between).
-        if !self.goals.turn_begins(prompt.as_ref()) && self.running {
-            self.activity
-                .send_if_modified(|active| !std::mem::replace(active, true));
+        let round = self.goals.turn_begins(prompt.as_ref());
+        if self.running {
+            self.activity.send_modify(|a| {
+                a.busy = true;
+                a.in_round = round;
+            });
         }
         claimed.extend(prompt);
         self.pending = Some(PendingTurn { turn, claimed });
@@ -357,7 +371,6 @@ impl State {
         }
         self.running = true;
         self.log.status(SessionStatus::Running);
-        self.activity.send_replace(true);
         self.begin_turn();
         true
     }
@@ -366,7 +379,16 @@ impl State {
     /// must never overtake the `idle` notification.
     pub fn go_idle(&mut self) {
         self.go_idle_quietly();
-        self.activity.send_replace(false);
+        self.release_waiters();
+    }
+
+    /// Tells waiters the agent is idle.
+    pub fn release_waiters(&mut self) {
+        self.activity.send_modify(|a| {
+            a.busy = false;
+            a.in_round = false;
+            a.idles += 1;
+        });
     }
 
     /// Announces `idle` without releasing waiters yet (a child releases

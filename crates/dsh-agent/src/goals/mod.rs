@@ -19,9 +19,9 @@
 //!   closing notice (`tool-goal`) on its next step.
 //! * Disposal pauses an armed goal. Resume and fork rebuild the goal from
 //!   the log, disarmed.
-//! * Waiters (`session/wait`) are not held by rounds: they are released at
-//!   the `idle` before a round, as on the official runtime, and a wait
-//!   that starts during a round returns at once.
+//! * Waiters (`session/wait`) are released at every `idle`, the one
+//!   before a round included, as on the official runtime: a wait that
+//!   starts during a round returns at that round's end.
 
 mod error;
 mod model;
@@ -173,7 +173,8 @@ fn after_idle(state: &mut State) {
                 std::slice::from_ref(&message),
             ));
             state.next_turn.push(message);
-            // Running again, without holding waiters (see the module docs).
+            // Running again; waiters of the idle just announced are
+            // released all the same (see the module docs).
             state.running = true;
             state.log.status(SessionStatus::Running);
             state.header_reason.get_or_insert(HeaderReason::Series);
