@@ -137,6 +137,12 @@ codes! {
         ActivationLimitReached = "ACTIVATION_LIMIT_REACHED",
         /// The arguments do not fit the tool's schema.
         InvalidArgs = "INVALID_ARGS",
+        /// The call ran past its time limit.
+        ToolTimeout = "TOOL_TIMEOUT",
+        /// The web search provider failed or gave an unusable answer.
+        WebProviderError = "WEB_PROVIDER_ERROR",
+        /// The web search provider has no API key.
+        WebProviderCredentialMissing = "WEB_PROVIDER_CREDENTIAL_MISSING",
     }
 }
 
@@ -153,6 +159,8 @@ impl ToolErrorCode {
                 "SubagentError"
             }
             Self::InvalidArgs => "ToolArgsError",
+            Self::ToolTimeout => "ToolTimeoutError",
+            Self::WebProviderError | Self::WebProviderCredentialMissing => "WebError",
             Self::Other(_) => "ToolError",
         }
     }
@@ -174,5 +182,10 @@ mod tests {
             ToolErrorCode::ToolNotStarted.to_string(),
             "TOOL_NOT_STARTED"
         );
+        assert_eq!(
+            ToolErrorCode::from("WEB_PROVIDER_ERROR").class_name(),
+            "WebError"
+        );
+        assert_eq!(ToolErrorCode::ToolTimeout.class_name(), "ToolTimeoutError");
     }
 }

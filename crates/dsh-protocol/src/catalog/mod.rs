@@ -43,8 +43,8 @@ pub use session::{
 pub use subagent::{SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider};
 pub use tool::{ToolCall, ToolError, ToolResult, ToolSpec};
 pub use tool_events::{
-    ApprovalAsked, ApprovalDecided, ApprovalOutcome, JobRegistered, JobSettled, JobStatus,
-    JobToolCall, SettleCause, Todo, TodoStatus, TodoWrite, ToolEvent,
+    ApprovalAsked, ApprovalDecided, ApprovalOutcome, DeepSeekSearchRequest, JobRegistered,
+    JobSettled, JobStatus, JobToolCall, SettleCause, Todo, TodoStatus, TodoWrite, ToolEvent,
 };
 pub use turn::{
     AbortReason, AssistantAttempt, AssistantMessageEvent, StepEnd, StepStart, SystemMessageEvent,
@@ -212,4 +212,6 @@ catalogue! {
     SubagentDescriptor(SubagentDescriptor),
     /// `subagent/catalog`.
     SubagentCatalog(SubagentCatalog),
+    /// `web/deepseek-search-llm-request`.
+    DeepSeekSearchRequest(DeepSeekSearchRequest),
 }
