@@ -75,6 +75,9 @@ struct State {
     on_request: Option<RequestHook>,
     /// Which `search` entries have answered.
     search_used: Mutex<Vec<bool>>,
+    /// The user texts of the search requests so far, and their signal.
+    search_seen: Mutex<Vec<String>>,
+    search_arrived: tokio::sync::Notify,
 }
 
 impl FakeServer {
@@ -88,6 +91,8 @@ impl FakeServer {
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             search_used: Mutex::new(vec![false; scenario.search.len()]),
+            search_seen: Mutex::new(Vec::new()),
+            search_arrived: tokio::sync::Notify::new(),
             scenario,
             next: Mutex::new(HashMap::new()),
             requests: Mutex::new(Vec::new()),
@@ -224,6 +229,12 @@ async fn handle(
 /// default answer when it has none; an HTTP 500 when all are used).
 async fn answer_search(state: &State, body: &Value) -> Result<Response<Body>, std::io::Error> {
     let text = search::user_text(body);
+    state
+        .search_seen
+        .lock()
+        .map_err(|_| std::io::Error::other("poisoned"))?
+        .push(text.clone());
+    state.search_arrived.notify_waiters();
     let reply = if state.scenario.search.is_empty() {
         Some(search::default_reply(&text))
     } else {
@@ -239,6 +250,14 @@ async fn answer_search(state: &State, body: &Value) -> Result<Response<Body>, st
             json!({"type": "error", "error": {"type": "api_error", "message": format!("fake model: no search reply left for {text:?}")}}),
         ));
     };
+    if let Some(awaited) = &reply.after
+        && !search_arrives(state, awaited).await?
+    {
+        return Ok(plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"type": "error", "error": {"type": "api_error", "message": format!("fake model: no search request for {awaited:?} arrived while {text:?} waited")}}),
+        ));
+    }
     if let Some(delay) = reply.delay_ms {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
@@ -247,6 +266,29 @@ async fn answer_search(state: &State, body: &Value) -> Result<Response<Body>, st
     }
     let model = body.get("model").and_then(Value::as_str).unwrap_or("fake");
     Ok(plain(StatusCode::OK, search::body(&reply, &text, model)))
+}
+
+/// Waits (at most 10 s) until a search request whose user text contains
+/// `awaited` has arrived; whether one did.
+async fn search_arrives(state: &State, awaited: &str) -> Result<bool, std::io::Error> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let notified = state.search_arrived.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let seen = state
+            .search_seen
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .iter()
+            .any(|t| t.contains(awaited));
+        if seen {
+            return Ok(true);
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return Ok(false);
+        }
+    }
 }
 
 /// The texts of the `role: user` messages of a Messages or chat-completions

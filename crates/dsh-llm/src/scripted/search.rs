@@ -12,6 +12,9 @@
 //!         citations: [{url: "https://tokio.rs", title: "Tokio", cited_text: "A runtime"}]
 //!   - error: {code: SERVER, message: "busy", status: 503}   # an HTTP error
 //!   - body: {"content": []}              # the answer's JSON body, verbatim
+//!   - when: "alpha"
+//!     after: "delta"                     # answer once a request for "delta" has arrived
+//!     results: []
 //! ```
 //!
 //! Each request takes the first entry not used yet whose `when` occurs in
@@ -53,6 +56,11 @@ pub struct SearchReply {
     /// Wait this long before answering.
     #[serde(default)]
     pub delay_ms: Option<u64>,
+    /// Answer only once a search request whose user text contains this
+    /// has arrived (at most 10 s later, else HTTP 500): proves that
+    /// requests are in flight together without timing them.
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 /// One `web_search_result`.
@@ -111,8 +119,8 @@ pub(super) fn check(replies: &[SearchReply]) -> Result<(), String> {
                 "search[{i}] cannot have both results and result_error"
             ));
         }
-        if reply.when.as_deref() == Some("") {
-            return Err(format!("search[{i}] has an empty `when`"));
+        if reply.when.as_deref() == Some("") || reply.after.as_deref() == Some("") {
+            return Err(format!("search[{i}] has an empty `when` or `after`"));
         }
     }
     Ok(())
