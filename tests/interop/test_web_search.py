@@ -195,6 +195,17 @@ def test_an_http_error_fails_and_a_retryable_one_is_retried_as_chat(dsh_bin, fak
     assert all_of(events, "llm/retry") == []
 
 
+def test_a_call_past_its_time_limit_fails_with_tool_timeout(dsh_bin, fake_model, base_dir):
+    server = fake_model([search_call(["slow q", "fast q"]), {"text": "done"}],
+                        search=[{"when": "slow", "delay_ms": 5000, "results": []}, {"when": "fast", "results": []}])
+    events = events_of(run(dsh_bin, base_dir, server, env={"DSH_WEB_SEARCH_TIMEOUT_MS": "300"}))
+    result = result_of(events)
+    assert result["error"] == {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"}
+    assert text_of(result) == ("Error: the web search gave no result within 300 ms "
+                               "(the web_search time limit; DSH_WEB_SEARCH_TIMEOUT_MS).")
+    assert len(all_of(events, EVENT)) == 2
+
+
 def test_the_search_base_url_is_its_own_setting(dsh_bin, fake_model, base_dir):
     chat = fake_model([search_call(["where"]), {"text": "done"}])
     search = fake_model([], search=[{"results": [{"url": "https://elsewhere.example/", "title": "Elsewhere"}]}])
