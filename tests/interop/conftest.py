@@ -162,8 +162,8 @@ def fake_model(base_dir):
         pytest.fail(f"dsh-fake-model not found at {fake_model_path()} (cargo build, or set DSH_FAKE_MODEL)")
     servers: list[FakeModel] = []
 
-    def start(replies: list[dict], agents: list[dict] = ()) -> FakeModel:
-        server = FakeModel(base_dir / f"fake-{len(servers)}", replies, agents)
+    def start(replies: list[dict], agents: list[dict] = (), search: list[dict] = ()) -> FakeModel:
+        server = FakeModel(base_dir / f"fake-{len(servers)}", replies, agents, search)
         servers.append(server)
         return server
 

@@ -73,13 +73,17 @@ def compact(obj: Any) -> str:
 # ---------------------------------------------------------------------------
 
 
-def write_scenario(directory: Path, replies: list[dict], name: str | None = None, agents: list[dict] = ()) -> str:
+def write_scenario(directory: Path, replies: list[dict], name: str | None = None, agents: list[dict] = (),
+                   search: list[dict] = ()) -> str:
     """Write a scenario file (JSON, which is also YAML) and return its absolute path.
-    ``agents`` are per-agent scripts (``{"when": <task text>, "replies": [...]}``)."""
+    ``agents`` are per-agent scripts (``{"when": <task text>, "replies": [...]}``);
+    ``search`` the fake model server's web search answers."""
     path = Path(directory) / (name or f"scenario-{uuid.uuid4().hex[:8]}.json")
     scenario = {"replies": replies}
     if agents:
         scenario["agents"] = list(agents)
+    if search:
+        scenario["search"] = list(search)
     path.write_text(json.dumps(scenario, indent=2), encoding="utf-8")
     return str(path.resolve())
 
@@ -441,10 +445,10 @@ def fake_model_path() -> Path:
 class FakeModel:
     """A running dsh-fake-model playing one scenario; records every request."""
 
-    def __init__(self, directory: Path, replies: list[dict], agents: list[dict] = ()) -> None:
+    def __init__(self, directory: Path, replies: list[dict], agents: list[dict] = (), search: list[dict] = ()) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        scenario = write_scenario(directory, replies, agents=agents)
+        scenario = write_scenario(directory, replies, agents=agents, search=search)
         self.record = directory / f"requests-{uuid.uuid4().hex[:8]}.jsonl"
         self.proc = subprocess.Popen(
             [str(fake_model_path()), "--scenario", scenario, "--record", str(self.record)],

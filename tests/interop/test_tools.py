@@ -70,7 +70,7 @@ def results(events):
 
 
 # Official tools dsh does not have yet (issues 12 and 13).
-NOT_YET = {"web_search", "workflow"}
+NOT_YET = {"workflow"}
 
 
 def without_descriptions(schema):
@@ -110,7 +110,7 @@ def test_the_sdk_roster_and_the_minimal_roster(make_raw, workspace, base_dir):
     assert [t["name"] for t in tools] == [
         "bash", "create_goal", "edit", "exit_plan_mode", "get_goal", "glob", "grep", "interrupt_agent", "job_kill",
         "job_list", "job_output", "list_agents", "read", "read_image", "send_message", "skill", "subagent",
-        "subagent_fork", "todo_write", "update_goal", "web_fetch", "working_directory", "write"]
+        "subagent_fork", "todo_write", "update_goal", "web_fetch", "web_search", "working_directory", "write"]
     bash_spec = tools[0]["parameters"]
     assert list(bash_spec["properties"]) == ["description", "command", "timeoutMs", "workdir", "run_in_background",
                                              "sandbox_permissions", "justification"]

@@ -23,9 +23,13 @@ mod state;
 mod tool_args;
 mod tools;
 mod turn;
+mod web_search;
 mod working_directory;
 
 pub use agent::{Agent, AgentConfig, Seed, Start};
 pub use delegation::{HostError, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink, SessionHost};
 pub use profile::{ApprovalPolicy, PermissionMode, Profile, ProfileKind};
+pub use web_search::{
+    DEFAULT_TIMEOUT as WEB_SEARCH_DEFAULT_TIMEOUT, TIMEOUT_VAR as WEB_SEARCH_TIMEOUT_VAR, WebSearch,
+};
 pub use working_directory::WorkingDirectoryError;

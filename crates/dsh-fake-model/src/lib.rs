@@ -7,7 +7,12 @@
 //! * `POST /v1/messages` (and `/messages`): the Messages API, as SSE;
 //! * `POST /v1/chat/completions` (and `/chat/completions`): chat
 //!   completions, as SSE ending with `data: [DONE]`;
-//! * `POST /v1/files`: `404`, as an API without the Files API answers.
+//! * `POST /v1/files`: `404`, as an API without the Files API answers;
+//! * a Messages request (any path ending in `/messages`) whose `tools`
+//!   hold a `web_search_*` server tool: a web search, answered with one
+//!   plain JSON message from the scenario's `search` entries (see
+//!   [`dsh_llm::scripted::SearchReply`]; without entries, a default answer
+//!   with two results and a citation; once all are used, an HTTP 500).
 //!
 //! A reply's `error` becomes an HTTP error (status, `{"type":"error",
 //! "error":{type, message}}`, `request-id` and `retry-after` headers);
@@ -35,6 +40,7 @@
 
 mod hostile;
 mod render;
+mod search;
 
 use bytes::Bytes;
 use dsh_llm::scripted::{Scenario, ScriptKey};
@@ -69,6 +75,11 @@ struct State {
     next: Mutex<HashMap<ScriptKey, usize>>,
     requests: Mutex<Vec<Value>>,
     on_request: Option<RequestHook>,
+    /// Which `search` entries have answered.
+    search_used: Mutex<Vec<bool>>,
+    /// The user texts of the search requests so far, and their signal.
+    search_seen: Mutex<Vec<String>>,
+    search_arrived: tokio::sync::Notify,
 }
 
 impl FakeServer {
@@ -81,6 +92,9 @@ impl FakeServer {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
+            search_used: Mutex::new(vec![false; scenario.search.len()]),
+            search_seen: Mutex::new(Vec::new()),
+            search_arrived: tokio::sync::Notify::new(),
             scenario,
             next: Mutex::new(HashMap::new()),
             requests: Mutex::new(Vec::new()),
@@ -158,6 +172,9 @@ async fn handle(
     if let Some(on_request) = &state.on_request {
         on_request(&record);
     }
+    if path.ends_with("/messages") && search::is_search(&body) {
+        return answer_search(&state, &body).await;
+    }
     let protocol = match path.trim_start_matches("/v1") {
         "/messages" => render::Protocol::Messages,
         "/chat/completions" => render::Protocol::Chat,
@@ -215,6 +232,72 @@ async fn handle(
         reply.cut,
         reply.reset,
     ))
+}
+
+/// Answers a web search request from the scenario's `search` entries (a
+/// default answer when it has none; an HTTP 500 when all are used).
+async fn answer_search(state: &State, body: &Value) -> Result<Response<Body>, std::io::Error> {
+    let text = search::user_text(body);
+    state
+        .search_seen
+        .lock()
+        .map_err(|_| std::io::Error::other("poisoned"))?
+        .push(text.clone());
+    state.search_arrived.notify_waiters();
+    let reply = if state.scenario.search.is_empty() {
+        Some(search::default_reply(&text))
+    } else {
+        let mut used = state
+            .search_used
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        search::pick(&state.scenario.search, &mut used, &text)
+    };
+    let Some(reply) = reply else {
+        return Ok(plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"type": "error", "error": {"type": "api_error", "message": format!("fake model: no search reply left for {text:?}")}}),
+        ));
+    };
+    if let Some(awaited) = &reply.after
+        && !search_arrives(state, awaited).await?
+    {
+        return Ok(plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"type": "error", "error": {"type": "api_error", "message": format!("fake model: no search request for {awaited:?} arrived while {text:?} waited")}}),
+        ));
+    }
+    if let Some(delay) = reply.delay_ms {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    if let Some(error) = &reply.error {
+        return Ok(render::error_response(error));
+    }
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("fake");
+    Ok(plain(StatusCode::OK, search::body(&reply, &text, model)))
+}
+
+/// Waits (at most 10 s) until a search request whose user text contains
+/// `awaited` has arrived; whether one did.
+async fn search_arrives(state: &State, awaited: &str) -> Result<bool, std::io::Error> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let notified = state.search_arrived.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let seen = state
+            .search_seen
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .iter()
+            .any(|t| t.contains(awaited));
+        if seen {
+            return Ok(true);
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return Ok(false);
+        }
+    }
 }
 
 /// The texts of the `role: user` messages of a Messages or chat-completions

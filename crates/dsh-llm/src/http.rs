@@ -263,7 +263,7 @@ pub async fn stream_chunks(
 /// Reads at most `bound` bytes of a body, plus the rest of the chunk that
 /// passes it (so a longer body is recognisable); a broken body ends the
 /// read with what arrived.
-async fn read_bounded(response: reqwest::Response, bound: u64) -> Vec<u8> {
+pub(crate) async fn read_bounded(response: reqwest::Response, bound: u64) -> Vec<u8> {
     let mut body = response.bytes_stream();
     let mut read = Vec::new();
     while u64::try_from(read.len()).unwrap_or(u64::MAX) <= bound {

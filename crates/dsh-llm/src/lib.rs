@@ -11,6 +11,7 @@
 //! [`scripted`]), `deepseek-official` (DeepSeek's Messages API, see
 //! [`deepseek`]) and `openai-compatible` (chat completions, see [`openai`]).
 //! Failed attempts are retried by the agent under a [`RetryPolicy`].
+//! [`search`] is the web search client of the `web_search` tool.
 
 mod accumulate;
 mod chunk;
@@ -26,6 +27,7 @@ pub mod sse;
 pub mod deepseek;
 pub mod openai;
 pub mod scripted;
+pub mod search;
 
 pub use accumulate::{Accumulator, Settled};
 pub use chunk::{BlockType, FinishReason, StreamChunk};

@@ -46,8 +46,8 @@
 //! output_tokens}` overrides the default estimate (a quarter of the
 //! characters). A request after the last reply fails with code
 //! `SCRIPT_EXHAUSTED`, naming the script (`agent script "TASK-A"` or the
-//! `top-level script`). `hostile: {kind: …}` (see [`Hostile`]) is for the
-//! fake model server only.
+//! `top-level script`). `hostile: {kind: …}` (see [`Hostile`]) and
+//! `search` (see [`SearchReply`]) are for the fake model server only.
 
 use crate::LlmFailureCode;
 use crate::{
@@ -61,7 +61,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod search;
 mod select;
+pub use search::{CitationSpec, SearchHitSpec, SearchReply, SearchTextSpec};
 pub use select::{Script, ScriptKey};
 
 /// Provider name.
@@ -104,6 +106,10 @@ pub struct Scenario {
     /// [`Scenario::script_for`]).
     #[serde(default)]
     pub agents: Vec<AgentScript>,
+    /// Answers of the web search endpoint, played by the fake model server
+    /// only (see [`SearchReply`]).
+    #[serde(default)]
+    pub search: Vec<SearchReply>,
 }
 
 /// The script of the agent whose prompt mentions `when`.
@@ -322,6 +328,7 @@ impl Scenario {
             }
             check_replies(&agent.replies, &format!("agents[{i}] ")).map_err(invalid)?;
         }
+        search::check(&scenario.search).map_err(invalid)?;
         Ok(scenario)
     }
 }

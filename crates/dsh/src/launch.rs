@@ -2,7 +2,11 @@
 //! launch environment and `DSH_HOME`.
 
 use crate::cli::{Cli, Command};
-use dsh_agent::{PermissionMode, Profile, ProfileKind};
+use dsh_agent::{
+    PermissionMode, Profile, ProfileKind, WEB_SEARCH_DEFAULT_TIMEOUT, WEB_SEARCH_TIMEOUT_VAR,
+    WebSearch,
+};
+use dsh_llm::search::{SearchClient, SearchConfig};
 use dsh_llm::{
     DEFAULT_ERROR_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, ERROR_BODY_BYTES_VAR, ProviderEnv,
     ProviderRegistry, REPLY_BYTES_VAR, ReplyLimits, RetryPolicy,
@@ -104,6 +108,9 @@ pub enum LaunchError {
     /// A bad sandbox setting (`DSH_SANDBOX_NETWORK`, `DSH_WEB_FETCH_PRIVATE`).
     #[error("dsh: {0}")]
     Sandbox(String),
+    /// The web search client cannot be set up (`DSH_WEB_SEARCH_BASE_URL`).
+    #[error("dsh: DSH_WEB_SEARCH_BASE_URL: {0}")]
+    WebSearch(dsh_llm::search::SearchSetupError),
     /// `DSH_HOME` cannot be created.
     #[error("dsh: DSH_HOME: {0}")]
     Home(#[from] dsh_session::private_fs::PrivateFsError),
@@ -146,6 +153,8 @@ pub struct Launch {
     /// `DSH_KEEP_TOOL_OUTPUT`: how much `bash` output is saved, and whether
     /// it outlives its session.
     spill: SpillLimits,
+    /// The `sdk` profile's `web_search` tool.
+    web_search: Option<WebSearch>,
 }
 
 /// The sandbox settings of the launch environment.
@@ -298,6 +307,10 @@ impl Launch {
                 .unwrap_or(DEFAULT_SPILL_SESSION_MAX_BYTES),
             keep: env.get(KEEP_TOOL_OUTPUT_VAR).as_deref() == Some("1"),
         };
+        let web_search = match profile.kind {
+            ProfileKind::Sdk => Some(web_search(&env, &providers, &retry)?),
+            ProfileKind::SdkMinimal => None,
+        };
         let launch = Box::new(Self {
             profile,
             providers,
@@ -307,6 +320,7 @@ impl Launch {
             sandbox,
             file_max_bytes,
             spill,
+            web_search,
         });
         Ok(Prepared::Run(launch))
     }
@@ -343,10 +357,13 @@ impl Launch {
         }
         tools_config.file_max_bytes = self.file_max_bytes;
         tools_config.spill = self.spill;
-        let (encoding, tools) = match self.profile.kind {
+        let (encoding, mut tools) = match self.profile.kind {
             ProfileKind::Sdk => (Encoding::Zstd, sdk_tools(tools_config)),
             ProfileKind::SdkMinimal => (Encoding::Plain, sdk_minimal_tools(tools_config)),
         };
+        if let Some(web_search) = self.web_search {
+            tools.insert(std::sync::Arc::new(web_search));
+        }
         ServerConfig {
             profile: std::sync::Arc::new(self.profile),
             store: SessionStore::new(home),
@@ -357,6 +374,35 @@ impl Launch {
             process_cwd: self.process_cwd,
         }
     }
+}
+
+/// The `web_search` tool of the launch: the search API root
+/// (`DSH_WEB_SEARCH_BASE_URL`), model (`DSH_WEB_SEARCH_MODEL`), answer
+/// bound (`DSH_WEB_SEARCH_MAX_BYTES`) and time limit
+/// (`DSH_WEB_SEARCH_TIMEOUT_MS`); the chat provider's key, error-body
+/// bound and retry policy.
+fn web_search(
+    env: &LaunchEnv,
+    providers: &ProviderEnv,
+    retry: &RetryPolicy,
+) -> Result<WebSearch, LaunchError> {
+    let mut config = SearchConfig::new(providers.deepseek_api_key.clone());
+    if let Some(base) = env.get(dsh_llm::search::BASE_URL_VAR) {
+        config.base_url = base.trim().to_owned();
+    }
+    if let Some(model) = env.get(dsh_llm::search::MODEL_VAR) {
+        config.model = model.trim().to_owned();
+    }
+    if let Some(bytes) = env.bytes(dsh_llm::search::MAX_BYTES_VAR)? {
+        config.max_bytes = bytes;
+    }
+    config.error_body_bytes = providers.limits.error_body_bytes;
+    config.retry = retry.clone();
+    let timeout = env
+        .millis(WEB_SEARCH_TIMEOUT_VAR)?
+        .map_or(WEB_SEARCH_DEFAULT_TIMEOUT, Duration::from_millis);
+    let client = SearchClient::new(config).map_err(LaunchError::WebSearch)?;
+    Ok(WebSearch::new(client, timeout))
 }
 
 /// `DSH_HOME` made absolute: `~` expanded, relative paths against the cwd.

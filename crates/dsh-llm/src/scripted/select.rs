@@ -90,6 +90,7 @@ mod tests {
                     replies: vec![reply("a1"), reply("a2")],
                 },
             ],
+            search: Vec::new(),
         }
     }
 

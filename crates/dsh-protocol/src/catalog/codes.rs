@@ -159,6 +159,12 @@ codes! {
         GoalToolAuthorityRequired = "GOAL_TOOL_AUTHORITY_REQUIRED",
         /// A round reported the goal blocked too early.
         GoalToolBlockThreshold = "GOAL_TOOL_BLOCK_THRESHOLD",
+        /// The call ran past its time limit.
+        ToolTimeout = "TOOL_TIMEOUT",
+        /// The web search provider failed or gave an unusable answer.
+        WebProviderError = "WEB_PROVIDER_ERROR",
+        /// The web search provider has no API key.
+        WebProviderCredentialMissing = "WEB_PROVIDER_CREDENTIAL_MISSING",
     }
 }
 
@@ -186,6 +192,8 @@ impl ToolErrorCode {
             | Self::GoalToolInvalidUpdate
             | Self::GoalToolAuthorityRequired
             | Self::GoalToolBlockThreshold => "HarnessError",
+            Self::ToolTimeout => "ToolTimeoutError",
+            Self::WebProviderError | Self::WebProviderCredentialMissing => "WebError",
             Self::Other(_) => "ToolError",
         }
     }
@@ -207,5 +215,10 @@ mod tests {
             ToolErrorCode::ToolNotStarted.to_string(),
             "TOOL_NOT_STARTED"
         );
+        assert_eq!(
+            ToolErrorCode::from("WEB_PROVIDER_ERROR").class_name(),
+            "WebError"
+        );
+        assert_eq!(ToolErrorCode::ToolTimeout.class_name(), "ToolTimeoutError");
     }
 }

@@ -47,8 +47,8 @@ pub use session::{
 pub use subagent::{SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider};
 pub use tool::{ToolCall, ToolError, ToolResult, ToolSpec};
 pub use tool_events::{
-    ApprovalAsked, ApprovalDecided, ApprovalOutcome, JobRegistered, JobSettled, JobStatus,
-    JobToolCall, SettleCause, Todo, TodoStatus, TodoWrite, ToolEvent,
+    ApprovalAsked, ApprovalDecided, ApprovalOutcome, DeepSeekSearchRequest, JobRegistered,
+    JobSettled, JobStatus, JobToolCall, SettleCause, Todo, TodoStatus, TodoWrite, ToolEvent,
 };
 pub use turn::{
     AbortReason, AssistantAttempt, AssistantMessageEvent, StepEnd, StepStart, SystemMessageEvent,
@@ -232,4 +232,6 @@ catalogue! {
     SubagentCatalog(SubagentCatalog),
     /// `goal/change`.
     GoalChange(GoalChange),
+    /// `web/deepseek-search-llm-request`.
+    DeepSeekSearchRequest(DeepSeekSearchRequest),
 }

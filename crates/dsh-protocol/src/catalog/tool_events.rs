@@ -1,8 +1,10 @@
-//! Events tools emit while they run: background jobs, the todo list and
-//! approval requests. [`ToolEvent`] is what a tool host accepts.
+//! Events tools emit while they run: background jobs, the todo list,
+//! approval requests and web search requests. [`ToolEvent`] is what a tool
+//! host accepts.
 
 use super::{EventPayload, kind};
 use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 
 /// `job/registered {jobId, owner, kind, label, startedAt, toolCall}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +146,20 @@ pub enum ApprovalOutcome {
     Unavailable,
 }
 
+/// `web/deepseek-search-llm-request {endpoint, apiVersion, body}`: one
+/// web search request, recorded before it is sent (never its key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeepSeekSearchRequest {
+    /// The URL the request is posted to.
+    pub endpoint: String,
+    /// The `anthropic-version` header sent.
+    pub api_version: String,
+    /// The request body.
+    pub body: Value,
+}
+kind!(DeepSeekSearchRequest, "web/deepseek-search-llm-request");
+
 /// An event a tool emits through its host.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolEvent {
@@ -157,6 +173,8 @@ pub enum ToolEvent {
     ApprovalAsked(ApprovalAsked),
     /// The request was decided.
     ApprovalDecided(ApprovalDecided),
+    /// A web search request is about to be sent.
+    DeepSeekSearchRequest(DeepSeekSearchRequest),
 }
 
 impl EventPayload for ToolEvent {
@@ -167,6 +185,7 @@ impl EventPayload for ToolEvent {
             Self::TodoWrite(data) => data.kind(),
             Self::ApprovalAsked(data) => data.kind(),
             Self::ApprovalDecided(data) => data.kind(),
+            Self::DeepSeekSearchRequest(data) => data.kind(),
         }
     }
 }
@@ -179,6 +198,29 @@ impl Serialize for ToolEvent {
             Self::TodoWrite(data) => data.serialize(serializer),
             Self::ApprovalAsked(data) => data.serialize(serializer),
             Self::ApprovalDecided(data) => data.serialize(serializer),
+            Self::DeepSeekSearchRequest(data) => data.serialize(serializer),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Event;
+
+    #[test]
+    fn a_search_request_event_round_trips_in_the_official_key_order() {
+        // As the official runtime 0.2.1rc2 wrote it (probe, fake endpoint).
+        let official = r#"{"endpoint":"http://127.0.0.1:41795/messages","apiVersion":"2023-06-01","body":{"model":"deepseek-v4-flash","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"q"}]}],"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5}],"thinking":{"type":"disabled"}}}"#;
+        let value: Value = serde_json::from_str(official).unwrap();
+        let event = Event::parse("web/deepseek-search-llm-request", &value).unwrap();
+        let Event::DeepSeekSearchRequest(request) = &event else {
+            panic!("not typed: {event:?}");
+        };
+        assert_eq!(request.api_version, "2023-06-01");
+        assert_eq!(serde_json::to_string(request).unwrap(), official);
+        let emitted = ToolEvent::DeepSeekSearchRequest(request.clone());
+        assert_eq!(emitted.kind(), "web/deepseek-search-llm-request");
+        assert_eq!(serde_json::to_string(&emitted).unwrap(), official);
     }
 }
