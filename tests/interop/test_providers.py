@@ -70,7 +70,7 @@ def test_plain_text_turn_through_the_messages_api(fake_model, deepseek):
     assert "x-deepseek-harness-user-id" not in headers
     body = request["body"]
     assert list(body) == ["model", "stream", "messages", "max_tokens", "thinking", "output_config", "system", "tools"]
-    assert [t["name"] for t in body["tools"]][:2] == ["bash", "edit"]
+    assert [t["name"] for t in body["tools"]][:2] == ["bash", "create_goal"]
     assert set(body["tools"][0]) == {"name", "description", "input_schema"}
     assert body["max_tokens"] == 256000 and body["thinking"] == {"type": "enabled"}
     assert body["output_config"] == {"effort": "high"}
