@@ -72,14 +72,6 @@ impl History {
             .collect()
     }
 
-    /// The messages of the first `len` entries.
-    pub fn messages_before(&self, len: usize) -> Vec<Arc<Message>> {
-        self.entries[..len.min(self.entries.len())]
-            .iter()
-            .map(|e| Arc::clone(&e.message))
-            .collect()
-    }
-
     /// Whether a user message with `source.kind` `kind` is in the history.
     pub fn holds_source(&self, kind: &str) -> bool {
         self.entries.iter().any(
