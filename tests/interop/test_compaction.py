@@ -19,7 +19,7 @@ import pytest
 from deepseek_harness import DeepSeekHarness
 
 from interop_support import FRAME_TIMEOUT, FakeModel, all_of, first, types
-from test_differential import KEY, REMOVED, VOLATILE, drive, official_bin, scrub  # noqa: F401 - fixture
+from test_differential import KEY, REMOVED, drive, official_bin, scrub  # noqa: F401 - fixture
 
 WINDOW = {"DSH_CONTEXT_WINDOW": "48000"}
 # 9,000 tokens: turn 2 alone outweighs the 7,680 retained.

@@ -161,6 +161,18 @@ def scrub(value, key=None):
     return value
 
 
+def mask_usage(data) -> None:
+    """Masks the input-dependent token counts of a reply (or a failed
+    attempt) and of its stream: each runtime's own prose and tools differ."""
+    usage = data.get("usage")
+    if usage:
+        usage["inputTokens"] = usage["totalTokens"] = "<input-dependent>"
+    for record in data["stream"]:
+        chunk = record.get("chunk", {})
+        if chunk.get("type") == "usage":
+            chunk["usage"]["inputTokens"] = chunk["usage"]["totalTokens"] = "<input-dependent>"
+
+
 def normalise_events(results, prompts) -> list[dict]:
     events = [e for r in results for e in r.events]
     kept = [e for e in events if e["type"] not in REMOVED]
@@ -180,13 +192,7 @@ def normalise_events(results, prompts) -> list[dict]:
         if e["type"] == "session/title":
             data["messageSeqs"] = [renumber.get(s, s) for s in data["messageSeqs"]]
         if e["type"] in ("assistant/message", "assistant/attempt"):
-            usage = data.get("usage")
-            if usage:
-                usage["inputTokens"] = usage["totalTokens"] = "<input-dependent>"
-            for record in data["stream"]:
-                chunk = record.get("chunk", {})
-                if chunk.get("type") == "usage":
-                    chunk["usage"]["inputTokens"] = chunk["usage"]["totalTokens"] = "<input-dependent>"
+            mask_usage(data)
         e["seq"] = renumber[e["seq"]]
         if "sourceEventSeqs" in e:
             e["sourceEventSeqs"] = [renumber.get(s, s) for s in e["sourceEventSeqs"]]

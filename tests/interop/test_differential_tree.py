@@ -29,7 +29,7 @@ from deepseek_harness import DeepSeekHarness
 from pydantic import BaseModel
 
 from interop_support import FRAME_TIMEOUT, run_bounded
-from test_differential import KEY, REMOVED, official_bin, scrub  # noqa: F401 - official_bin is a fixture
+from test_differential import KEY, REMOVED, mask_usage, official_bin, scrub  # noqa: F401 - official_bin is a fixture
 
 
 class Empty(BaseModel):
@@ -137,13 +137,7 @@ def mask_event(event: dict, child: bool) -> dict:
     if kind == "session/title" and child:
         data["title"] = "<title from the task and the note>"
     if kind in ("assistant/message", "assistant/attempt"):
-        usage = data.get("usage")
-        if usage:
-            usage["inputTokens"] = usage["totalTokens"] = "<input-dependent>"
-        for record in data["stream"]:
-            chunk = record.get("chunk", {})
-            if chunk.get("type") == "usage":
-                chunk["usage"]["inputTokens"] = chunk["usage"]["totalTokens"] = "<input-dependent>"
+        mask_usage(data)
     if kind == "subagent/catalog":
         data["childCreatedAt"] = "<volatile>"
     if kind == "tool/result":

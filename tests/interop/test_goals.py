@@ -24,7 +24,7 @@ from deepseek_harness import DeepSeekHarness
 from pydantic import BaseModel
 
 from interop_support import FRAME_TIMEOUT, RUN_TIMEOUT, clean_env, run_bounded, write_scenario
-from test_differential import KEY, REMOVED, official_bin, scrub  # noqa: F401 - official_bin is a fixture
+from test_differential import KEY, REMOVED, mask_usage, official_bin, scrub  # noqa: F401 - official_bin is a fixture
 from test_sessions import log_file, read_log
 
 SID = "s-goal"
@@ -654,13 +654,7 @@ def normalise_goal_run(notifications, base: Path):
                         match = ROUND_WRAPPER.match(block["text"])
                         block["text"] = (match.group(1) if match else "") + "<prose>"
         if kind in ("assistant/message", "assistant/attempt"):
-            usage = data.get("usage")
-            if usage:
-                usage["inputTokens"] = usage["totalTokens"] = "<input-dependent>"
-            for record in data["stream"]:
-                chunk = record.get("chunk", {})
-                if chunk.get("type") == "usage":
-                    chunk["usage"]["inputTokens"] = chunk["usage"]["totalTokens"] = "<input-dependent>"
+            mask_usage(data)
         if kind == "goal/change":
             data["createdAt"] = data["updatedAt"] = "<time>"
         if kind == "session/title":

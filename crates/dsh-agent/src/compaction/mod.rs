@@ -121,13 +121,15 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
             .budget
             .summary_input(inner.fixed_tokens)
             .saturating_sub(estimate::text(prose::INSTRUCTION.len()));
-        let end = plan::fit(entries, end, limit, |e| {
-            estimate::message(&pruned(&e.message))
-        });
+        // The span as the call carries it, cut once and measured so.
+        let mut messages: Vec<Arc<Message>> =
+            entries[..end].iter().map(|e| pruned(&e.message)).collect();
+        let sizes: Vec<u64> = messages.iter().map(|m| estimate::message(m)).collect();
+        let end = plan::fit(entries, &sizes, limit);
+        messages.truncate(end);
         let span = &entries[..end];
         let seqs: Vec<u64> = span.iter().map(|e| e.seq).collect();
         let shadowed_tokens = span.iter().map(|e| estimate::message(&e.message)).sum();
-        let mut messages: Vec<Arc<Message>> = span.iter().map(|e| pruned(&e.message)).collect();
         messages.push(Arc::new(Message::User(UserMessage::new(
             vec![text_block(prose::INSTRUCTION)],
             json!({"kind": "compaction-instruction"}),

@@ -122,15 +122,17 @@ pub fn span(entries: &[Entry], pending: u64, retain: u64) -> Option<usize> {
     (end > 0).then_some(end)
 }
 
-/// Shortens the span `..end` to its oldest whole turns whose estimate fits
-/// `limit` tokens (at least one turn), so that the summary call fits the
-/// window; `size` gives an entry's tokens as the call carries it.
-pub fn fit(entries: &[Entry], end: usize, limit: u64, size: impl Fn(&Entry) -> u64) -> usize {
+/// Shortens the span `..sizes.len()` to its oldest whole turns whose
+/// tokens fit `limit` (at least one turn), so that the summary call fits
+/// the window; `sizes` are the span's entries' tokens as the call carries
+/// them.
+pub fn fit(entries: &[Entry], sizes: &[u64], limit: u64) -> usize {
+    let end = sizes.len();
     let starts = group_starts(&entries[..end]);
     let mut total = 0;
     for (n, &start) in starts.iter().enumerate() {
         let next = starts.get(n + 1).copied().unwrap_or(end);
-        let group: u64 = entries[start..next].iter().map(&size).sum();
+        let group: u64 = sizes[start..next].iter().sum();
         if n > 0 && total + group > limit {
             return start;
         }
@@ -230,9 +232,13 @@ mod tests {
             entry(1, 2, 100, None),
             entry(2, 3, 100, None),
         ];
-        let size = |e: &Entry| estimate::message(&e.message);
-        assert_eq!(fit(&entries, 3, 250, size), 2);
-        assert_eq!(fit(&entries, 3, 50, size), 1);
-        assert_eq!(fit(&entries, 3, 1_000, size), 3);
+        let sizes: Vec<u64> = entries
+            .iter()
+            .map(|e| estimate::message(&e.message))
+            .collect();
+        assert_eq!(fit(&entries, &sizes, 250), 2);
+        assert_eq!(fit(&entries, &sizes, 50), 1);
+        assert_eq!(fit(&entries, &sizes, 1_000), 3);
+        assert_eq!(fit(&entries, &sizes[..2], 1_000), 2);
     }
 }
