@@ -7,6 +7,7 @@ use crate::profile::{PermissionMode, Profile};
 use crate::state::{Activity, State};
 use crate::tools::{self, AgentHost};
 use crate::turn;
+use crate::workflow;
 use dsh_llm::{Provider, RetryPolicy, Route};
 use dsh_protocol::catalog::{
     ApprovalPolicy, EventDraft, HeaderReason, InboxSpliced, InboxTarget, PermissionPreset,
@@ -141,7 +142,21 @@ impl Agent {
                 }
             }
         }
-        let (specs, tool_tokens) = tools::shared_specs(&config.tools);
+        let (mut specs, mut tool_tokens) = tools::shared_specs(&config.tools);
+        // A workflow's child asked for structured output also has the tool
+        // it reports with.
+        if let Some(schema) = config
+            .lineage
+            .parent
+            .as_ref()
+            .and_then(|link| link.report.as_ref())
+            .and_then(|report| report.schema.as_ref())
+        {
+            let own = workflow::with_structured_output(&specs, schema);
+            tool_tokens =
+                compaction::text_tokens(serde_json::to_string(&own).map_or(0, |j| j.len()));
+            specs = Arc::new(own);
+        }
         let system_prompt = profile.system_prompt(&config.route.model);
         let window = profile
             .context_window

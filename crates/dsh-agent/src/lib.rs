@@ -24,6 +24,7 @@ mod tool_args;
 mod tools;
 mod turn;
 mod web_search;
+mod workflow;
 mod working_directory;
 
 pub use agent::{Agent, AgentConfig, Seed, Start};

@@ -6,7 +6,7 @@ use crate::delegation;
 use crate::inner::Inner;
 use crate::project;
 use crate::state::Delivery;
-use crate::{goals, plan_mode, prose};
+use crate::{goals, plan_mode, prose, workflow};
 use dsh_protocol::catalog::{SubagentProvider, ToolEvent, ToolSpec};
 use dsh_session::{UserMessage, text_block};
 use dsh_tools::{CancellationToken, JobNotice, ToolContext, ToolHost, ToolOutput, ToolSet};
@@ -85,6 +85,7 @@ fn specs(library: &ToolSet) -> Vec<ToolSpec> {
         specs.push(project::skill_spec());
         specs.extend(goals::specs());
         specs.push(plan_mode::spec());
+        specs.push(workflow::spec());
     }
     specs.push(ToolSpec {
         name: WORKING_DIRECTORY.into(),
@@ -117,6 +118,14 @@ pub(crate) async fn run(
     }
     if sdk && goals::GOAL_TOOLS.contains(&name) {
         return goals::run(inner, name, arguments);
+    }
+    if sdk && name == workflow::WORKFLOW {
+        return workflow::run(inner, call_id, arguments, cancel).await;
+    }
+    if name == workflow::STRUCTURED_OUTPUT
+        && let Some(report) = workflow::structured_asked(inner)
+    {
+        return workflow::record_structured(report, arguments);
     }
     if sdk && name == plan_mode::EXIT_PLAN_MODE {
         return plan_mode::exit_plan_mode(arguments);

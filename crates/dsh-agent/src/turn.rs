@@ -248,6 +248,11 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
         if calls.is_empty() && state.next_step.is_empty() {
             return TurnEndReason::Completed;
         }
+        // A workflow's child ends its turn once its structured output is
+        // recorded.
+        if crate::workflow::recorded(inner) {
+            return TurnEndReason::Completed;
+        }
         // What arrived during the step joins the next one: claimed between
         // the two steps, as the official runtime does.
         claimed = state.claim_next_step();

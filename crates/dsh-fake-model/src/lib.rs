@@ -26,7 +26,8 @@
 //! `field` argument is that large).
 //! Every request is recorded (API keys redacted to their length).
 //! `{{goal}}` in a reply's tool-call arguments stands for the last goal id
-//! (`goal-<uuid>`) the request body shows.
+//! (`goal-<uuid>`) the request body shows, `{{job}}` for the last job id
+//! (`bash-<16 hex>` or `workflow-<16 hex>`).
 //!
 //! A scenario's `agents` scripts answer concurrent agents: a request is
 //! answered from the first `agents` entry whose `when` occurs in one of its
@@ -198,11 +199,14 @@ async fn handle(
         reply
     };
     let mut reply = reply;
-    if let (Some(reply), Some(goal)) = (
-        &mut reply,
-        dsh_llm::scripted::last_goal_id(&String::from_utf8_lossy(&bytes)),
-    ) {
-        reply.substitute_goal_id(goal);
+    if let Some(reply) = &mut reply {
+        let body = String::from_utf8_lossy(&bytes);
+        if let Some(goal) = dsh_llm::scripted::last_goal_id(&body) {
+            reply.substitute_goal_id(goal);
+        }
+        if let Some(job) = dsh_llm::scripted::last_job_id(&body) {
+            reply.substitute_job_id(job);
+        }
     }
     let Some(reply) = reply else {
         return Ok(plain(

@@ -41,7 +41,8 @@
 //! `end_turn`. In tool-call `arguments`, `{{agent:N}}` stands for the id of
 //! the N-th subagent the session started (from 0; read from its history's
 //! `started subagent <id>` results) and `{{goal}}` for the id of the last
-//! goal its tool results show. Tool-call `arguments` given as a string are sent verbatim
+//! goal its tool results show, `{{job}}` for the last background job id
+//! (`bash-…`, `workflow-…`) its messages show. Tool-call `arguments` given as a string are sent verbatim
 //! (useful for truncated JSON under `max_tokens`). `usage: {input_tokens,
 //! output_tokens}` overrides the default estimate (a quarter of the
 //! characters). A request after the last reply fails with code
@@ -445,6 +446,9 @@ impl ScriptedProvider {
                     if let Some(goal) = history_goal_id(&request.messages) {
                         reply.substitute_goal_id(goal);
                     }
+                    if let Some(job) = history_job_id(&request.messages) {
+                        reply.substitute_job_id(job);
+                    }
                 }
                 reply.ok_or_else(|| {
                     LlmFailure::new(
@@ -513,25 +517,76 @@ impl Reply {
     /// Replaces every `{{goal}}` in the reply's tool-call arguments with
     /// `goal_id`.
     pub fn substitute_goal_id(&mut self, goal_id: &str) {
+        self.substitute(GOAL_PLACEHOLDER, goal_id);
+    }
+
+    /// Replaces every `{{job}}` in the reply's tool-call arguments with
+    /// `job_id`.
+    pub fn substitute_job_id(&mut self, job_id: &str) {
+        self.substitute(JOB_PLACEHOLDER, job_id);
+    }
+
+    fn substitute(&mut self, placeholder: &str, with: &str) {
         for block in &mut self.blocks {
             if let Some(call) = &mut block.tool_call
                 && let Some(arguments) = &mut call.arguments
             {
-                replace_goal_in(arguments, goal_id);
+                replace_placeholder_in(arguments, placeholder, with);
             }
         }
     }
 }
 
-fn replace_goal_in(value: &mut Value, goal_id: &str) {
+fn replace_placeholder_in(value: &mut Value, placeholder: &str, with: &str) {
     match value {
-        Value::String(text) if text.contains(GOAL_PLACEHOLDER) => {
-            *text = text.replace(GOAL_PLACEHOLDER, goal_id);
+        Value::String(text) if text.contains(placeholder) => {
+            *text = text.replace(placeholder, with);
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| replace_goal_in(v, goal_id)),
-        Value::Object(map) => map.values_mut().for_each(|v| replace_goal_in(v, goal_id)),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| replace_placeholder_in(v, placeholder, with)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| replace_placeholder_in(v, placeholder, with)),
         _ => {}
     }
+}
+
+/// What a scripted tool call writes for "the id of the last background job
+/// the session was told of": `{{job}}`, replaced by the last
+/// `bash-<16 hex>` or `workflow-<16 hex>` its request shows (see
+/// [`last_job_id`]).
+const JOB_PLACEHOLDER: &str = "{{job}}";
+
+/// The last job id (`bash-` or `workflow-` followed by 16 hex digits) in
+/// `text`.
+pub fn last_job_id(text: &str) -> Option<&str> {
+    const HEX: usize = 16;
+    let shaped = |at: usize, prefix: &str| {
+        let id = text.get(at..at + prefix.len() + HEX)?;
+        id[prefix.len()..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then_some((at, id))
+    };
+    let last = |prefix: &'static str| {
+        text.rmatch_indices(prefix)
+            .find_map(|(at, _)| shaped(at, prefix))
+    };
+    match (last("bash-"), last("workflow-")) {
+        (Some(a), Some(b)) => Some(if a.0 > b.0 { a.1 } else { b.1 }),
+        (a, b) => a.or(b).map(|(_, id)| id),
+    }
+}
+
+/// The last job id the user and tool messages of `messages` show (a job
+/// is named in its call's result and in its completion notice).
+fn history_job_id(messages: &[Arc<Message>]) -> Option<&str> {
+    messages.iter().rev().find_map(|m| match m.as_ref() {
+        Message::Tool(t) => text_of(&t.content).filter_map(last_job_id).last(),
+        Message::User(u) => text_of(&u.content).filter_map(last_job_id).last(),
+        _ => None,
+    })
 }
 
 /// The last goal id the tool results of `messages` show.
@@ -837,6 +892,33 @@ mod tests {
             )))],
             tools: Arc::new(Vec::new()),
         }
+    }
+
+    #[test]
+    fn the_job_placeholder_takes_the_last_job_id_shown() {
+        let text = "bash-0123456789abcdef then workflow-fedcba9876543210 bash-short workflow-";
+        assert_eq!(last_job_id(text), Some("workflow-fedcba9876543210"));
+        assert_eq!(
+            last_job_id("workflow-fedcba9876543210 bash-0123456789abcdef"),
+            Some("bash-0123456789abcdef")
+        );
+        assert_eq!(last_job_id("bash-0123456789abcdeZ"), None);
+        let mut reply: Reply = serde_json::from_value(json!({"blocks": [{"tool_call": {
+            "name": "job_output",
+            "arguments": {"job_id": "{{job}}", "wait": true},
+        }}]}))
+        .unwrap();
+        reply.substitute_job_id("bash-0123456789abcdef");
+        let arguments = reply.blocks[0]
+            .tool_call
+            .as_ref()
+            .unwrap()
+            .arguments
+            .clone();
+        assert_eq!(
+            arguments,
+            Some(json!({"job_id": "bash-0123456789abcdef", "wait": true}))
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@ mod args;
 mod beneath;
 mod config;
 mod context;
+mod foreign_job;
 mod host;
 mod html;
 mod jobs;
@@ -66,6 +67,7 @@ pub use context::ToolContext;
 pub use dsh_protocol::catalog::ToolSpec;
 pub use dsh_protocol::catalog::{Todo, TodoStatus};
 pub use dsh_protocol::catalog::{ToolError, ToolErrorCode};
+pub use foreign_job::{ForeignEnd, ForeignJob};
 pub use host::{JobNotice, NullHost, ToolHost};
 pub use jobs::render::OUTPUT_DISPLAY_LIMIT;
 pub use jobs::{

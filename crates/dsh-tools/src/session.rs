@@ -1,5 +1,6 @@
 //! Per-session tool state.
 
+use crate::ForeignJob;
 use crate::jobs::{Job, SpillQuota, kill_group, lock};
 use crate::shell::Shell;
 use dsh_protocol::catalog::Todo;
@@ -37,6 +38,7 @@ impl FileStamp {
 pub struct SessionTools {
     files: Mutex<HashMap<PathBuf, FileStamp>>,
     jobs: Mutex<Vec<Arc<Job>>>,
+    foreign: Mutex<Vec<Arc<dyn ForeignJob>>>,
     todos: Mutex<Vec<Todo>>,
     pub(crate) shell: tokio::sync::Mutex<Option<Shell>>,
     shell_pgid: Mutex<Option<i32>>,
@@ -60,6 +62,9 @@ impl SessionTools {
             job.kill("the session shut down");
             job.dispose_files();
         }
+        for job in lock(&self.foreign).iter() {
+            job.kill("the session shut down");
+        }
         if let Some(pgid) = lock(&self.shell_pgid).take() {
             kill_group(pgid);
         }
@@ -82,10 +87,35 @@ impl SessionTools {
 
     /// Number of jobs still running.
     pub fn running_jobs(&self) -> usize {
+        let foreign = lock(&self.foreign)
+            .iter()
+            .filter(|job| job.end().is_none())
+            .count();
         lock(&self.jobs)
             .iter()
             .filter(|job| job.end().is_none())
             .count()
+            + foreign
+    }
+
+    /// Adds a job run outside the tool library, listed, read and stopped
+    /// by the job tools; a session already shut down stops it at once.
+    pub fn add_foreign_job(&self, job: Arc<dyn ForeignJob>) {
+        if self.is_shut_down() {
+            job.kill("the session shut down");
+        }
+        lock(&self.foreign).push(job);
+    }
+
+    pub(crate) fn foreign_job(&self, id: &str) -> Option<Arc<dyn ForeignJob>> {
+        lock(&self.foreign)
+            .iter()
+            .find(|job| job.id() == id)
+            .cloned()
+    }
+
+    pub(crate) fn foreign_jobs(&self) -> Vec<Arc<dyn ForeignJob>> {
+        lock(&self.foreign).clone()
     }
 
     pub(crate) fn set_todos(&self, todos: Vec<Todo>) {
@@ -139,6 +169,14 @@ impl std::fmt::Debug for SessionTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionTools")
             .field("jobs", &self.job_ids())
+            .field(
+                "foreign_jobs",
+                &self
+                    .foreign_jobs()
+                    .iter()
+                    .map(|job| job.id().to_owned())
+                    .collect::<Vec<_>>(),
+            )
             .field("closed", &self.is_shut_down())
             .finish_non_exhaustive()
     }

@@ -15,8 +15,9 @@ mod spawn;
 mod specs;
 
 pub(crate) use control::{interrupt_agent, list_agents, send_message};
+pub(crate) use error::DelegationError;
 pub(crate) use settle::settled;
-pub(crate) use spawn::spawn;
+pub(crate) use spawn::{ChildPlan, create_child, spawn};
 pub(crate) use specs::{DELEGATION_TOOLS, specs};
 
 use crate::agent::Agent;
@@ -69,6 +70,32 @@ pub struct ParentLink {
     /// The task's short description.
     pub label: String,
     pub(crate) inner: Weak<Inner>,
+    /// Where the child reports when it settles, instead of a notice to
+    /// the parent (a workflow's children; absent after a resume).
+    pub(crate) report: Option<Report>,
+}
+
+/// How a workflow's child reports to the run that started it.
+#[derive(Clone)]
+pub(crate) struct Report {
+    /// Receives the child's news when it settles.
+    pub tx: tokio::sync::mpsc::UnboundedSender<ChildReport>,
+    /// The schema of the child's `structured_output` tool, when the run
+    /// asked for structured output.
+    pub schema: Option<Arc<serde_json::Value>>,
+    /// What the child reported through `structured_output`.
+    pub structured: Arc<std::sync::Mutex<Option<serde_json::Value>>>,
+}
+
+/// A workflow child's news: how its turn ended and what it answered.
+#[derive(Debug)]
+pub(crate) struct ChildReport {
+    /// How the turn ended.
+    pub stop: dsh_protocol::notifications::SubagentStopReason,
+    /// The text of its last reply (empty when the turn did not complete).
+    pub text: String,
+    /// Its structured output, when it reported one.
+    pub structured: Option<serde_json::Value>,
 }
 
 impl ParentLink {
@@ -83,6 +110,7 @@ impl ParentLink {
             provider,
             label: label.to_owned(),
             inner: parent.this.clone(),
+            report: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! a `subagent-settled` notice (a new turn if idle, the next step if
 //! running) and the client `subagent.finished` once the parent claims it.
 
+use super::ChildReport;
 use crate::inner::Inner;
 use crate::prose;
 use crate::state::Delivery;
@@ -50,6 +51,34 @@ pub(crate) fn settled(inner: &Inner) {
         .filter_map(|b| b.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("\n");
+    let finished = SubagentFinishedParams {
+        provider: link.provider,
+        agent_id: inner.id.clone(),
+        parent_session_id: link.id.clone(),
+        child_session_id: inner.id.clone(),
+        status,
+        stop_reason: stop,
+        last_assistant_message: (!last.is_empty()).then_some(last),
+    };
+    if let Some(report) = link.report.as_ref().filter(|r| !r.tx.is_closed()) {
+        // A workflow's child: the run hears of it, the parent's model
+        // does not (the client still gets `subagent.finished`).
+        parent
+            .state()
+            .log
+            .announce(TreeNotice::Finished(Box::new(finished)));
+        let structured = report
+            .structured
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let _ = report.tx.send(ChildReport {
+            stop,
+            text: closing,
+            structured,
+        });
+        return;
+    }
     // As the official notice: the summary, then either a label and the
     // child's closing text, or a note that it left none.
     let content = if closing.is_empty() {
@@ -63,15 +92,6 @@ pub(crate) fn settled(inner: &Inner) {
             text_block(prose::subagent_settled_label(&link.label)),
             text_block(closing),
         ]
-    };
-    let finished = SubagentFinishedParams {
-        provider: link.provider,
-        agent_id: inner.id.clone(),
-        parent_session_id: link.id.clone(),
-        child_session_id: inner.id.clone(),
-        status,
-        stop_reason: stop,
-        last_assistant_message: (!last.is_empty()).then_some(last),
     };
     let notice = UserMessage::inbox_notice(SETTLED, content, &summary, Some(&inner.id));
     parent.deliver(

@@ -1,7 +1,7 @@
 //! `subagent` and `subagent_fork`: start a child agent in the background.
 
 use super::error::{DelegationError, parse};
-use super::{Child, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink};
+use super::{Child, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink, Report};
 use crate::agent::{Agent, AgentConfig, Seed, Start};
 use crate::inner::Inner;
 use crate::prose;
@@ -51,6 +51,63 @@ async fn start(
             "\"prompt\" must not be empty".to_owned(),
         ));
     }
+    let cwd = match args.cwd.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(dir) => {
+            let here = inner.state().effective_cwd(&inner.workspace);
+            Some(resolve_dir(&here, dir)?)
+        }
+    };
+    let task = vec![
+        text_block(args.prompt),
+        text_block(prose::parent_instructions(&inner.id)),
+    ];
+    create_child(
+        inner,
+        ChildPlan {
+            provider,
+            label: args.description,
+            task,
+            cwd,
+            model: None,
+            report: None,
+        },
+    )
+    .await
+}
+
+/// What a new child is to be: how it is started, its label (descriptor
+/// and catalog), its task, where it starts and how it reports.
+pub(crate) struct ChildPlan {
+    /// `spawn` or `fork`.
+    pub provider: SubagentProvider,
+    /// The label of its descriptor and of the parent's catalog entry.
+    pub label: String,
+    /// The content of its first prompt.
+    pub task: Vec<serde_json::Value>,
+    /// Its starting directory (default: the parent's current one).
+    pub cwd: Option<PathBuf>,
+    /// A model other than the parent's (same provider).
+    pub model: Option<String>,
+    /// Where it reports when it settles, instead of a notice to the
+    /// parent (a workflow's children).
+    pub report: Option<Report>,
+}
+
+/// Creates a child of `inner` as `plan` says, registers it with the host
+/// and gives it its task; returns its id.
+pub(crate) async fn create_child(
+    inner: &Inner,
+    plan: ChildPlan,
+) -> Result<String, DelegationError> {
+    let ChildPlan {
+        provider,
+        label,
+        task,
+        cwd,
+        model,
+        report,
+    } = plan;
     let Some(host) = inner.sessions.clone() else {
         return Err(DelegationError::NoHost);
     };
@@ -70,11 +127,7 @@ async fn start(
     }
     let (cwd, seed) = {
         let mut state = inner.state();
-        let here = state.effective_cwd(&inner.workspace);
-        let cwd = match args.cwd.as_deref().filter(|c| !c.is_empty()) {
-            None => here,
-            Some(dir) => resolve_dir(&here, dir)?,
-        };
+        let cwd = cwd.unwrap_or_else(|| state.effective_cwd(&inner.workspace));
         let seed = match (provider, state.completed, state.log.location()) {
             (SubagentProvider::Fork, Some((through, turn)), Some(location)) => Some((
                 location.clone(),
@@ -114,19 +167,24 @@ async fn start(
     let log: EventLog = host
         .create_log(&header)
         .map_err(|err| DelegationError::StartFailed(err.to_string()))?;
-    let route = Route {
+    let mut route = Route {
         reasoning_effort: Some(inner.route.effort().to_owned()),
         ..inner.route.clone()
     };
+    if let Some(model) = model {
+        route.model = model;
+    }
     let descriptor = SubagentDescriptor {
         version: SubagentDescriptor::VERSION,
         mode: SubagentMode::Continuable,
         provider,
-        label: args.description.clone(),
+        label: label.clone(),
         agent_provider: route.provider.clone(),
         agent_model: route.model.clone(),
         agent_reasoning_effort: route.effort().to_owned(),
     };
+    let mut link = ParentLink::of(inner, provider, &label);
+    link.report = report;
     let config = AgentConfig {
         session_id: id.clone(),
         profile: Arc::new(inner.profile.for_child()),
@@ -139,7 +197,7 @@ async fn start(
         host: Some(Arc::clone(&host)),
         lineage: Lineage {
             depth: inner.lineage.depth + 1,
-            parent: Some(ParentLink::of(inner, provider, &args.description)),
+            parent: Some(link),
         },
     };
     let child = Arc::new(Agent::create(
@@ -172,17 +230,13 @@ async fn start(
             child_session_id: id.clone(),
         }));
     child.inner().state().log.publish(host.observer());
-    let task = vec![
-        text_block(args.prompt),
-        text_block(prose::parent_instructions(&inner.id)),
-    ];
     if let Err(err) = child.prompt(task, |_| {}) {
         child.dispose();
         return Err(DelegationError::StartFailed(err.to_string()));
     }
     inner.children().push(Child {
         id: id.clone(),
-        label: args.description.clone(),
+        label: label.clone(),
         agent: child,
     });
     inner.state().event(SubagentCatalog {
@@ -190,7 +244,7 @@ async fn start(
         child_id: id.clone(),
         child_created_at: created_at,
         mode: SubagentMode::Continuable,
-        label: args.description,
+        label,
     });
     Ok(id)
 }
@@ -225,7 +279,7 @@ async fn inherited(
 }
 
 /// `dir` against `here`: an existing directory, canonical.
-fn resolve_dir(here: &std::path::Path, dir: &str) -> Result<PathBuf, DelegationError> {
+pub(crate) fn resolve_dir(here: &std::path::Path, dir: &str) -> Result<PathBuf, DelegationError> {
     match std::fs::canonicalize(here.join(dir)) {
         Ok(path) if path.is_dir() => Ok(path),
         _ => Err(DelegationError::InvalidArgs(format!(

@@ -165,6 +165,10 @@ codes! {
         WebProviderError = "WEB_PROVIDER_ERROR",
         /// The web search provider has no API key.
         WebProviderCredentialMissing = "WEB_PROVIDER_CREDENTIAL_MISSING",
+        /// A workflow script that does not parse.
+        ScriptParse = "SCRIPT_PARSE",
+        /// A workflow's `meta` that does not fit its rules.
+        MetaInvalid = "META_INVALID",
     }
 }
 
@@ -194,6 +198,7 @@ impl ToolErrorCode {
             | Self::GoalToolBlockThreshold => "HarnessError",
             Self::ToolTimeout => "ToolTimeoutError",
             Self::WebProviderError | Self::WebProviderCredentialMissing => "WebError",
+            Self::ScriptParse | Self::MetaInvalid => "WorkflowError",
             Self::Other(_) => "ToolError",
         }
     }

@@ -30,6 +30,7 @@ mod subagent;
 mod tool;
 mod tool_events;
 mod turn;
+mod workflow;
 
 pub use codes::{LlmFailureCode, ToolErrorCode};
 pub use compaction::{CompactionEnd, CompactionStart, CompactionSummary, SeqRange};
@@ -53,6 +54,10 @@ pub use tool_events::{
 pub use turn::{
     AbortReason, AssistantAttempt, AssistantMessageEvent, StepEnd, StepStart, SystemMessageEvent,
     TurnEnd, TurnEndReason, TurnStart,
+};
+pub use workflow::{
+    WorkflowAgentEnd, WorkflowAgentOutcome, WorkflowAgentStart, WorkflowRunEnd, WorkflowRunStart,
+    WorkflowStopReason,
 };
 
 use crate::message::UserMessage;
@@ -234,4 +239,12 @@ catalogue! {
     GoalChange(GoalChange),
     /// `web/deepseek-search-llm-request`.
     DeepSeekSearchRequest(DeepSeekSearchRequest),
+    /// `tool-workflow/run-start`.
+    WorkflowRunStart(WorkflowRunStart),
+    /// `tool-workflow/agent-start`.
+    WorkflowAgentStart(WorkflowAgentStart),
+    /// `tool-workflow/agent-end`.
+    WorkflowAgentEnd(WorkflowAgentEnd),
+    /// `tool-workflow/run-end`.
+    WorkflowRunEnd(WorkflowRunEnd),
 }

@@ -10,13 +10,13 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobRegistered {
-    /// `bash-<16 hex>`.
+    /// `bash-<16 hex>` or `workflow-<16 hex>`.
     pub job_id: String,
     /// The session that owns the job.
     pub owner: String,
-    /// `bash`.
+    /// `bash` or `workflow`.
     pub kind: String,
-    /// The command, as shown.
+    /// The command, as shown (a workflow's name).
     pub label: String,
     /// Start time, epoch ms.
     pub started_at: u64,
@@ -62,8 +62,11 @@ kind!(JobSettled, "job/settled");
 pub enum JobStatus {
     /// The command exited (with any code).
     Completed,
-    /// It was killed, or could not run.
+    /// It was killed, or could not run (a `bash` job); a workflow that
+    /// ended with an error.
     Failed,
+    /// A workflow stopped on request (`job_kill`).
+    Killed,
 }
 
 impl JobStatus {
@@ -72,6 +75,7 @@ impl JobStatus {
         match self {
             Self::Completed => "completed",
             Self::Failed => "failed",
+            Self::Killed => "killed",
         }
     }
 }
@@ -82,6 +86,8 @@ impl JobStatus {
 pub enum SettleCause {
     /// The job's own process ended.
     Producer,
+    /// It was stopped on request (`job_kill`).
+    Kill,
 }
 
 /// `todo/write {todos}`.

@@ -271,7 +271,7 @@ impl Job {
     fn notice(&self, end: &JobEnd) -> JobNotice {
         let status = match end.outcome.status() {
             JobStatus::Completed => "completed",
-            _ => "failed",
+            JobStatus::Failed | JobStatus::Killed => "failed",
         };
         let summary = format!(
             "Background job {} ({}) ended: {status}, {}.",

@@ -1,9 +1,9 @@
 //! `job_list`, `job_output` and `job_kill`: control of the session's
-//! `bash` jobs.
+//! `bash` jobs and of its foreign jobs (background workflows).
 
 use super::{TypedTool, boolean, number, spec, string};
 use crate::jobs::{Job, JobEnd, now_ms, render::render_off_worker};
-use crate::{ToolContext, ToolOutput, args};
+use crate::{ForeignJob, ToolContext, ToolOutput, args};
 use dsh_protocol::catalog::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -58,6 +58,50 @@ fn job_meta(job: &Job) -> Value {
     meta
 }
 
+/// `job/settled`-style state of a foreign job: `running`, `completed`, …
+fn foreign_status(job: &dyn ForeignJob) -> String {
+    match job.end() {
+        None => "running".to_owned(),
+        Some(end) => end.status.as_str().to_owned(),
+    }
+}
+
+fn foreign_meta(job: &dyn ForeignJob) -> Value {
+    let mut meta = json!({
+        "jobId": job.id(),
+        "kind": job.kind(),
+        "status": foreign_status(job),
+        "label": job.label(),
+        "startedAt": job.started_at(),
+    });
+    if let (Some(map), Some(end)) = (meta.as_object_mut(), job.end()) {
+        map.insert("finishedAt".into(), json!(end.finished_at));
+        map.insert("detail".into(), json!(end.detail));
+    }
+    meta
+}
+
+/// `job_output` of a foreign job: its new output (or a note that there
+/// is none), then its state.
+fn foreign_output(job: &dyn ForeignJob, extra: Vec<String>) -> ToolOutput {
+    let output = job.take_output();
+    let mut text = if output.is_empty() {
+        "(no new output)".to_owned()
+    } else {
+        output
+    };
+    let state = match job.end() {
+        None => "[status: running]".to_owned(),
+        Some(end) if end.detail.is_empty() => format!("[status: {}]", end.status.as_str()),
+        Some(end) => format!("[status: {}, {}]", end.status.as_str(), end.detail),
+    };
+    for line in std::iter::once(state).chain(extra) {
+        text.push('\n');
+        text.push_str(&line);
+    }
+    ToolOutput::text(text).with_meta(foreign_meta(job))
+}
+
 /// `job_list`.
 pub(crate) struct JobList {
     spec: ToolSpec,
@@ -86,18 +130,29 @@ impl TypedTool for JobList {
 
     async fn call(&self, _args: Value, ctx: ToolContext) -> ToolOutput {
         let jobs = ctx.state.jobs();
-        if jobs.is_empty() {
+        let foreign = ctx.state.foreign_jobs();
+        if jobs.is_empty() && foreign.is_empty() {
             return ToolOutput::text("This session has no jobs.").with_meta(json!({"jobs": []}));
         }
-        let lines: Vec<String> = jobs
+        let shown = |label: &str| -> String {
+            let label = label.lines().next().unwrap_or_default();
+            label.chars().take(120).collect()
+        };
+        let mut lines: Vec<String> = jobs
             .iter()
-            .map(|job| {
-                let label = job.label.lines().next().unwrap_or_default();
-                let label: String = label.chars().take(120).collect();
-                format!("{}  {}  {}", job.id, summary(job), label)
-            })
+            .map(|job| format!("{}  {}  {}", job.id, summary(job), shown(&job.label)))
             .collect();
-        let meta: Vec<Value> = jobs.iter().map(|job| job_meta(job)).collect();
+        lines.extend(foreign.iter().map(|job| {
+            format!(
+                "{} [{}] {} \u{2014} {}",
+                job.id(),
+                job.kind(),
+                foreign_status(job.as_ref()),
+                shown(job.label())
+            )
+        }));
+        let mut meta: Vec<Value> = jobs.iter().map(|job| job_meta(job)).collect();
+        meta.extend(foreign.iter().map(|job| foreign_meta(job.as_ref())));
         ToolOutput::text(lines.join("\n")).with_meta(json!({"jobs": meta}))
     }
 }
@@ -157,7 +212,21 @@ impl TypedTool for JobOutput {
                 Err(out) => return out.into(),
             };
         let Some(job) = ctx.state.job(&a.job_id) else {
-            return unknown_job(&a.job_id);
+            let Some(job) = ctx.state.foreign_job(&a.job_id) else {
+                return unknown_job(&a.job_id);
+            };
+            let mut extra = Vec::new();
+            if a.wait == Some(true) && job.end().is_none() {
+                tokio::select! {
+                    ended = job.wait(Duration::from_millis(wait_ms)) => {
+                        if !ended {
+                            extra.push(format!("[still running after waiting {wait_ms}ms]"));
+                        }
+                    }
+                    () = ctx.cancel.cancelled() => {}
+                }
+            }
+            return foreign_output(job.as_ref(), extra);
         };
         let mut extra = Vec::new();
         if a.wait == Some(true) && job.end().is_none() {
@@ -224,8 +293,26 @@ impl TypedTool for JobKill {
     }
 
     async fn call(&self, a: KillArgs, ctx: ToolContext) -> ToolOutput {
+        let reason = a
+            .reason
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| "job_kill".to_owned());
         let Some(job) = ctx.state.job(&a.job_id) else {
-            return unknown_job(&a.job_id);
+            let Some(job) = ctx.state.foreign_job(&a.job_id) else {
+                return unknown_job(&a.job_id);
+            };
+            if let Some(end) = job.end() {
+                return ToolOutput::text(format!(
+                    "Job {} had already ended ({}); nothing was running.",
+                    job.id(),
+                    end.status.as_str()
+                ))
+                .with_meta(foreign_meta(job.as_ref()));
+            }
+            job.kill(&reason);
+            return ToolOutput::text(format!("requested cancellation of job {}", job.id()))
+                .with_meta(foreign_meta(job.as_ref()));
         };
         if let Some(end) = job.end() {
             // Stray children of a finished command still go.
@@ -237,11 +324,6 @@ impl TypedTool for JobKill {
             ))
             .with_meta(job_meta(&job));
         }
-        let reason = a
-            .reason
-            .map(|r| r.trim().to_owned())
-            .filter(|r| !r.is_empty())
-            .unwrap_or_else(|| "job_kill".to_owned());
         job.kill(&reason);
         match job.wait(Some(KILL_SETTLE)).await {
             Some(_) => {
