@@ -334,7 +334,8 @@ def test_interrupt_agent_stops_a_running_child(make_harness, base_dir):
             call("list_agents", {}, "l1"),
             call("interrupt_agent", {"agent_id": "{{agent:0}}"}, "i1"),
             call("interrupt_agent", {"agent_id": "nobody"}, "i2"),
-            call("list_agents", {"scope": "descendants"}, "l2"),
+            # An interrupt is asynchronous: the child settles a moment later.
+            {**call("list_agents", {"scope": "descendants"}, "l2"), "delay_ms": 500},
             {"text": "Stopped and listed."},
         ],
         [{"when": "TASK-SLOW", "replies": [{"text": "never", "delay_ms": 30000}]}],

@@ -69,10 +69,6 @@ def results(events):
     return [e["data"] for e in events if e["type"] == "tool/result"]
 
 
-# Official tools dsh does not have yet (issues 12 and 13).
-NOT_YET = {"workflow"}
-
-
 def without_descriptions(schema):
     """A parameter schema with every `description` keyword removed (a
     property *named* description stays)."""
@@ -95,7 +91,8 @@ def test_the_sdk_roster_matches_the_official_one_schema_for_schema(make_raw, wor
     official = json.loads((transcripts / "_extracted" / "request-tools.json").read_text())
     _, events = run_turn(make_raw, workspace, base_dir, [{"text": "hi"}])
     tools = first(events, "request/header")["data"]["header"]["tools"]
-    assert [t["name"] for t in tools] == [t["name"] for t in official if t["name"] not in NOT_YET]
+    assert [t["name"] for t in tools] == [t["name"] for t in official]
+    assert len(tools) == 25
     by_name = {t["name"]: t for t in official}
     for tool in tools:
         assert json.dumps(without_descriptions(tool["parameters"])) == json.dumps(
@@ -110,7 +107,8 @@ def test_the_sdk_roster_and_the_minimal_roster(make_raw, workspace, base_dir):
     assert [t["name"] for t in tools] == [
         "bash", "create_goal", "edit", "exit_plan_mode", "get_goal", "glob", "grep", "interrupt_agent", "job_kill",
         "job_list", "job_output", "list_agents", "read", "read_image", "send_message", "skill", "subagent",
-        "subagent_fork", "todo_write", "update_goal", "web_fetch", "web_search", "working_directory", "write"]
+        "subagent_fork", "todo_write", "update_goal", "web_fetch", "web_search", "workflow", "working_directory",
+        "write"]
     bash_spec = tools[0]["parameters"]
     assert list(bash_spec["properties"]) == ["description", "command", "timeoutMs", "workdir", "run_in_background",
                                              "sandbox_permissions", "justification"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import time
 
@@ -398,3 +399,16 @@ def test_a_two_agent_workflow_matches_the_official_runtime(official_bin, dsh_bin
     assert ours[1] == official[1], "the parent's view of the tree"
     assert ours[2] == official[2], "status changes per session"
     assert ours[3] == official[3], "provider requests"
+
+
+@pytest.mark.parametrize("var, value", [("DSH_WORKFLOW_CPU_MS", "fast"), ("DSH_WORKFLOW_CONCURRENCY", "9"),
+                                        ("DSH_WORKFLOW_MEMORY_BYTES", "1000")])
+def test_a_bad_workflow_limit_stops_the_launch(dsh_bin, dsh_home, base_dir, var, value):
+    import subprocess
+
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(base_dir / "home"), "DSH_HOME": str(dsh_home), var: value}
+    done = subprocess.run([str(dsh_bin), "--profile", "sdk"], input="", capture_output=True, text=True, env=env,
+                          timeout=30)
+    assert done.returncode != 0
+    assert done.stdout == ""
+    assert done.stderr.startswith(f'dsh: {var}="{value}" is not valid: expected '), done.stderr

@@ -48,6 +48,8 @@ pub struct Profile {
     pub context_window: Option<u64>,
     /// The user's own skills directory (`$DSH_HOME/skills`), if any.
     pub skills_home: Option<std::path::PathBuf>,
+    /// The limits of a `workflow` run (`DSH_WORKFLOW_*`).
+    pub workflow: dsh_workflow::Limits,
 }
 
 impl Profile {
@@ -66,6 +68,7 @@ impl Profile {
             max_tokens_as_success: true,
             context_window: None,
             skills_home: None,
+            workflow: dsh_workflow::Limits::default(),
         }
     }
 
@@ -80,6 +83,7 @@ impl Profile {
             max_tokens_as_success: false,
             context_window: None,
             skills_home: None,
+            workflow: dsh_workflow::Limits::default(),
         }
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// The resource limits of one workflow run.
 ///
-/// The CPU, memory and agent limits can be set by the environment (see
+/// The CPU, memory, agent and concurrency limits can be set by the environment (see
 /// [`Limits::from_env`]); the result and log limits only in code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -24,6 +24,10 @@ pub struct Limits {
     /// line says so (earlier lines were already delivered to the host, so
     /// the oldest are the ones kept).
     pub max_log_bytes: usize,
+    /// How many of the run's children may work at once (the host's
+    /// business: the engine only carries it). The official runtime runs
+    /// them one at a time.
+    pub concurrency: usize,
 }
 
 /// A limit in the environment that could not be used.
@@ -49,6 +53,13 @@ impl Limits {
     /// The environment variable for [`Limits::max_agents`] (default 100).
     pub const MAX_AGENTS_VAR: &str = "DSH_WORKFLOW_MAX_AGENTS";
 
+    /// The environment variable for [`Limits::concurrency`] (default 1, at
+    /// most [`Limits::MAX_CONCURRENCY`]).
+    pub const CONCURRENCY_VAR: &str = "DSH_WORKFLOW_CONCURRENCY";
+    /// The most children a run may keep working at once (the most children
+    /// a parent may run).
+    pub const MAX_CONCURRENCY: usize = 8;
+
     /// The default CPU time, in milliseconds.
     pub const DEFAULT_CPU_MS: u64 = 5000;
     /// The default memory limit, in bytes.
@@ -66,7 +77,8 @@ impl Limits {
     pub const MAX_LOG_LINE_BYTES: usize = 4 * 1024;
 
     /// The defaults, overridden by [`Limits::CPU_MS_VAR`],
-    /// [`Limits::MEMORY_BYTES_VAR`] and [`Limits::MAX_AGENTS_VAR`] when set
+    /// [`Limits::MEMORY_BYTES_VAR`], [`Limits::MAX_AGENTS_VAR`] and
+    /// [`Limits::CONCURRENCY_VAR`] when set
     /// (an empty variable counts as unset).
     pub fn from_env() -> Result<Self, LimitsError> {
         Self::from_lookup(|var| std::env::var_os(var))
@@ -101,6 +113,21 @@ impl Limits {
         )? {
             limits.max_agents = usize::try_from(agents).unwrap_or(usize::MAX);
         }
+        if let Some(slots) = read_number(
+            &lookup,
+            Self::CONCURRENCY_VAR,
+            1,
+            "a whole number from 1 to 8",
+        )? {
+            if slots > Self::MAX_CONCURRENCY as u64 {
+                return Err(LimitsError::Invalid {
+                    var: Self::CONCURRENCY_VAR,
+                    value: slots.to_string(),
+                    reason: "expected a whole number from 1 to 8".to_owned(),
+                });
+            }
+            limits.concurrency = usize::try_from(slots).unwrap_or(1);
+        }
         Ok(limits)
     }
 }
@@ -113,6 +140,7 @@ impl Default for Limits {
             max_agents: Self::DEFAULT_MAX_AGENTS,
             max_result_bytes: Self::DEFAULT_MAX_RESULT_BYTES,
             max_log_bytes: Self::DEFAULT_MAX_LOG_BYTES,
+            concurrency: 1,
         }
     }
 }
@@ -168,6 +196,21 @@ mod tests {
         assert_eq!(limits.max_agents, 100);
         assert_eq!(limits.max_result_bytes, 1024 * 1024);
         assert_eq!(limits.max_log_bytes, 64 * 1024);
+        assert_eq!(limits.concurrency, 1);
+    }
+
+    #[test]
+    fn concurrency_is_one_to_eight() {
+        for bad in ["0", "9", "two"] {
+            let err = with(&[(Limits::CONCURRENCY_VAR, bad)]).unwrap_err();
+            assert!(
+                err.to_string().starts_with("DSH_WORKFLOW_CONCURRENCY=")
+                    && err
+                        .to_string()
+                        .ends_with("expected a whole number from 1 to 8"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
@@ -176,8 +219,10 @@ mod tests {
             (Limits::CPU_MS_VAR, "250"),
             (Limits::MEMORY_BYTES_VAR, "2097152"),
             (Limits::MAX_AGENTS_VAR, "3"),
+            (Limits::CONCURRENCY_VAR, "8"),
         ])
         .unwrap();
+        assert_eq!(limits.concurrency, 8);
         assert_eq!(limits.cpu, Duration::from_millis(250));
         assert_eq!(limits.memory_bytes, 2 * 1024 * 1024);
         assert_eq!(limits.max_agents, 3);

@@ -97,6 +97,9 @@ pub enum LaunchError {
         "dsh: DSH_CONTEXT_WINDOW must be a whole number of tokens of at least {MIN_CONTEXT_WINDOW}, got \"{0}\""
     )]
     NotContextWindow(String),
+    /// A `DSH_WORKFLOW_*` limit is not valid.
+    #[error("dsh: {0}")]
+    Workflow(dsh_workflow::LimitsError),
     /// A size setting is not a positive whole number of bytes.
     #[error("dsh: {name} must be a whole number of bytes above 0, got \"{value}\"")]
     NotBytes {
@@ -266,6 +269,7 @@ impl Launch {
                 _ => return Err(LaunchError::NotContextWindow(value)),
             };
         }
+        profile.workflow = dsh_workflow::Limits::from_env().map_err(LaunchError::Workflow)?;
         let providers = ProviderEnv {
             dsh_home,
             deepseek_api_key: env.get("DEEPSEEK_API_KEY"),

@@ -24,7 +24,7 @@ use dsh_protocol::catalog::{
     JobStatus, ToolErrorCode, WorkflowRunEnd, WorkflowRunStart, WorkflowStopReason,
 };
 use dsh_tools::{CancellationToken, ForeignJob, JobNotice, ToolOutput};
-use dsh_workflow::{Event, Limits, Run, RunError, Script};
+use dsh_workflow::{Event, Run, RunError, Script};
 use job::WorkflowJob;
 use runner::Driven;
 use std::sync::Arc;
@@ -68,14 +68,8 @@ pub(crate) async fn run(
     if inner.sessions.is_none() {
         return DelegationError::NoHost.into();
     }
-    let limits = match Limits::from_env() {
-        Ok(limits) => limits,
-        Err(err) => return ToolOutput::failure(format!("Error: {err}")),
-    };
-    let slots = match runner::concurrency() {
-        Ok(slots) => slots,
-        Err(err) => return ToolOutput::failure(format!("Error: {err}")),
-    };
+    let limits = inner.profile.workflow.clone();
+    let slots = limits.concurrency;
     let Some(this) = inner.this.upgrade() else {
         return ToolOutput::failure("Error: the session is closed");
     };

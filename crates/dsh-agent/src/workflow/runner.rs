@@ -1,5 +1,5 @@
 //! Drives one run: the engine's events, one task per `agent()` call (a
-//! child session, at most [`concurrency()`] at once), the `tool-workflow/*`
+//! child session, at most `DSH_WORKFLOW_CONCURRENCY` at once), the `tool-workflow/*`
 //! events, and the stop of everything when the run is cancelled or ends.
 
 use super::job::WorkflowJob;
@@ -20,11 +20,6 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-/// Children a run keeps working at once (`DSH_WORKFLOW_CONCURRENCY`,
-/// 1 to [`delegation::MAX_ACTIVE_CHILDREN`]; the official runtime runs
-/// them one at a time).
-pub(crate) const CONCURRENCY_VAR: &str = "DSH_WORKFLOW_CONCURRENCY";
-
 /// How long a stopped child is given to settle before its call is
 /// answered without it.
 const SETTLE_WAIT: Duration = Duration::from_secs(5);
@@ -32,21 +27,6 @@ const SETTLE_WAIT: Duration = Duration::from_secs(5);
 /// Longest label taken from a prompt, in characters (an ellipsis ends a
 /// cut one), as the official runtime shows it.
 const LABEL_CHARS: usize = 48;
-
-/// The configured concurrency, or why the variable is refused.
-pub(crate) fn concurrency() -> Result<usize, String> {
-    let max = delegation::MAX_ACTIVE_CHILDREN;
-    match std::env::var(CONCURRENCY_VAR) {
-        Err(_) => Ok(1),
-        Ok(value) => match value.trim().parse::<usize>() {
-            Ok(n) if (1..=max).contains(&n) => Ok(n),
-            _ => Err(format!(
-                "{CONCURRENCY_VAR} must be a whole number from 1 to {max}, got {}",
-                Value::from(value)
-            )),
-        },
-    }
-}
 
 /// How a run ended.
 pub(crate) struct Driven {
