@@ -190,7 +190,7 @@ def read_log(path: Path) -> list[dict]:
     if path.suffix == ".zstd":
         import zstandard
 
-        data = zstandard.ZstdDecompressor().stream_reader(data).read()
+        data = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True).read()
     return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
 
 

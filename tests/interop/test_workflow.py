@@ -20,7 +20,17 @@ import pytest
 
 from test_differential import official_bin  # noqa: F401 - a fixture
 from test_differential_tree import normalise, normalise_requests, parent_turns_ended, run_tree
-from test_subagents import Tree, call, read_log, text, write
+from test_subagents import Tree, call, text, write
+
+
+def read_log(path) -> list[dict]:
+    """Every event of a session log, across all its zstd frames."""
+    data = path.read_bytes()
+    if path.suffix == ".zstd":
+        import zstandard
+
+        data = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True).read()
+    return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
 
 
 def workflow(script: str, name: str = "wf", call_id: str = "w1", **extra) -> dict:
@@ -412,3 +422,24 @@ def test_a_bad_workflow_limit_stops_the_launch(dsh_bin, dsh_home, base_dir, var,
     assert done.returncode != 0
     assert done.stdout == ""
     assert done.stderr.startswith(f'dsh: {var}="{value}" is not valid: expected '), done.stderr
+
+
+def test_shutdown_stops_a_background_run(make_raw, base_dir, dsh_home, workspace):
+    from interop_support import write_scenario
+
+    stuck = {"when": "TASK-S", "replies": [{"text": "late", "delay_ms": 60000}]}
+    scenario = write_scenario(base_dir, [workflow('return await agent("TASK-S slow");', run_in_background=True),
+                                         {"text": "Started it."}], agents=[stuck])
+    raw = make_raw()
+    raw.initialize(workspace, model=scenario)
+    raw.prompt("parent", "Run it in the background")
+    raw.wait_for(lambda f: f.get("method") == "subagent.started", what="subagent.started")
+    raw.status("parent", "idle")
+    started = time.monotonic()
+    assert raw.shutdown() == 0
+    assert time.monotonic() - started < 10
+    [parent] = list(dsh_home.glob("sessions/*/parent/session.v4.jsonl*"))
+    events = read_log(parent)
+    assert "job/registered" in [e.get("type") for e in events]
+    children = [p for p in dsh_home.glob("sessions/*/*/session.v4.jsonl*") if p.parent.name != "parent"]
+    assert len(children) == 1 and read_log(children[0])[-1]["type"] == "turn/end"
