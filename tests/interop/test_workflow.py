@@ -375,8 +375,10 @@ def test_the_roster_matches_the_official_one_in_a_plain_turn(official_bin, dsh_b
         assert json.dumps(shape(mine["input_schema"])) == json.dumps(shape(theirs["input_schema"])), mine["name"]
 
 
+# The second child runs on a model the script chose (its effort is then
+# the model's default, not the parent's).
 DIFF_SCRIPT = ('const a = await agent("TASK-A say alpha");\n'
-               'const b = await agent("TASK-B say beta", {label: "second"});\n'
+               'const b = await agent("TASK-B say beta", {label: "second", model: "deepseek-v4-pro"});\n'
                "return {a, b, n: 2};")
 
 
@@ -409,6 +411,8 @@ def test_a_two_agent_workflow_matches_the_official_runtime(official_bin, dsh_bin
     assert ours[1] == official[1], "the parent's view of the tree"
     assert ours[2] == official[2], "status changes per session"
     assert ours[3] == official[3], "provider requests"
+    assert sorted(json.loads(r)["model"] for r in ours[3]) == [
+        "deepseek-v4-flash", "deepseek-v4-flash", "deepseek-v4-flash", "deepseek-v4-pro"]
 
 
 @pytest.mark.parametrize("var, value", [("DSH_WORKFLOW_CPU_MS", "fast"), ("DSH_WORKFLOW_CONCURRENCY", "9"),

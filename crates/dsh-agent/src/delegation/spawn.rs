@@ -167,13 +167,20 @@ pub(crate) async fn create_child(
     let log: EventLog = host
         .create_log(&header)
         .map_err(|err| DelegationError::StartFailed(err.to_string()))?;
-    let mut route = Route {
-        reasoning_effort: Some(inner.route.effort().to_owned()),
-        ..inner.route.clone()
+    // A child inherits the parent's route with its effort made explicit;
+    // a model chosen by a workflow comes with that model's default effort
+    // (as the official runtime starts it).
+    let route = match model {
+        None => Route {
+            reasoning_effort: Some(inner.route.effort().to_owned()),
+            ..inner.route.clone()
+        },
+        Some(model) => Route {
+            model,
+            reasoning_effort: None,
+            ..inner.route.clone()
+        },
     };
-    if let Some(model) = model {
-        route.model = model;
-    }
     let descriptor = SubagentDescriptor {
         version: SubagentDescriptor::VERSION,
         mode: SubagentMode::Continuable,
@@ -181,7 +188,7 @@ pub(crate) async fn create_child(
         label: label.clone(),
         agent_provider: route.provider.clone(),
         agent_model: route.model.clone(),
-        agent_reasoning_effort: route.effort().to_owned(),
+        agent_reasoning_effort: route.reasoning_effort.clone(),
     };
     let mut link = ParentLink::of(inner, provider, &label);
     link.report = report;

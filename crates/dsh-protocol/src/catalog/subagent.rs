@@ -52,8 +52,10 @@ pub struct SubagentDescriptor {
     pub agent_provider: String,
     /// The model (inherited).
     pub agent_model: String,
-    /// The reasoning effort (inherited, explicit).
-    pub agent_reasoning_effort: String,
+    /// The reasoning effort (inherited, explicit); absent when a workflow
+    /// chose the child's model (the model's default effort applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_reasoning_effort: Option<String>,
 }
 kind!(SubagentDescriptor, "subagent/descriptor");
 
