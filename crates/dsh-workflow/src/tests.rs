@@ -799,3 +799,12 @@ fn runs_can_move_between_tasks() {
     assert_send_sync::<Run>();
     assert_send_sync::<Event>();
 }
+
+#[test]
+fn math_runs_on_the_glibc_the_wheel_promises() {
+    // `Math.hypot` goes through the compatibility shim (compat/hypot.c).
+    assert_eq!(
+        run("return [Math.hypot(3, 4), Math.hypot(), Math.hypot(-5, 12, 0)];"),
+        Ok(json!([5, 0, 13]))
+    );
+}
