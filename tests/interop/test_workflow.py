@@ -447,3 +447,21 @@ def test_shutdown_stops_a_background_run(make_raw, base_dir, dsh_home, workspace
     assert "job/registered" in [e.get("type") for e in events]
     children = [p for p in dsh_home.glob("sessions/*/*/session.v4.jsonl*") if p.parent.name != "parent"]
     assert len(children) == 1 and read_log(children[0])[-1]["type"] == "turn/end"
+
+
+def test_the_workflow_example_runs_headless(dsh_bin, dsh_home, base_dir):
+    import subprocess
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "workflow.yaml"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(base_dir / "home"), "DSH_HOME": str(dsh_home)}
+    done = subprocess.run([str(dsh_bin), "headless", "--json", "--model", str(example), "Review the change"],
+                          capture_output=True, text=True, env=env, timeout=60, cwd=base_dir)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    [result] = [r for r in records if r["type"] == "tool_result"]
+    assert result["isError"] is False
+    value = json.loads(result["text"].split("Return value:\n", 1)[1])
+    assert value == {"notes": ["parser: the error path loses the line number.", "writer: fine."],
+                     "summary": "One fix needed: keep the line number on parser errors."}
+    assert result["text"].startswith('workflow "review" completed (3 agents).')
