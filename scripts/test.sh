@@ -52,10 +52,10 @@ else
     exit 1
   fi
 fi
-echo "== examples (the same offline two-step tool turn from each language) and client docs"
+echo "== examples (the same offline two-step tool turn from each language) and the crate docs"
 cargo run --quiet --locked -p dsh-client --example two_step -- target/debug/dsh
 cargo run --quiet --locked -p dsh-client --example subscribe -- target/debug/dsh >/dev/null
 DSH_BIN="$PWD/target/debug/dsh" "$venv/bin/python" examples/python/two_step.py
-RUSTDOCFLAGS="-D warnings" cargo doc --quiet --locked -p dsh-client --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --locked --workspace --no-deps
 echo "== python wheel (a fresh venv pip-installs target/wheels/dsh_rs-*.whl; tests/interop drives the installed dsh)"
 DSH_WHEEL_PROFILE="${DSH_WHEEL_PROFILE:-wheel-test}" scripts/test-wheel.sh

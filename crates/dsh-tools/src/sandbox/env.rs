@@ -21,7 +21,7 @@ pub struct HiddenEnv {
 }
 
 impl Default for HiddenEnv {
-    /// The providers' variables ([`PROVIDER_VARIABLES`]).
+    /// The providers' variables (`PROVIDER_VARIABLES`).
     fn default() -> Self {
         Self {
             patterns: PROVIDER_VARIABLES.iter().map(|s| (*s).to_owned()).collect(),

@@ -1,5 +1,5 @@
-//! The launcher side: `dsh __sandbox-exec <mode> <workspace> [--protect
-//! <dir>]… [--network off] -- <program> <args…>`.
+//! The launcher side:
+//! `dsh __sandbox-exec <mode> <workspace> [--protect <dir>]… [--network off] -- <program> <args…>`.
 
 use super::{
     CONFINE_FLAG, LandlockSupport, NETWORK_FLAG, NetworkAccess, PID_NAMESPACE_FLAG, PROTECT_FLAG,
