@@ -278,6 +278,19 @@ def normalise_requests(server, names, base: Path):
     return sorted(json.dumps(b, sort_keys=True) for b in out)
 
 
+def assert_same_tree(ours, official) -> None:
+    """Two normalised runs (streams, parent view, statuses, requests) agree."""
+    assert sorted(ours[0]) == sorted(official[0]), "the same sessions"
+    for sid in official[0]:
+        mine, theirs = ours[0][sid], official[0][sid]
+        assert [e["type"] for e in mine] == [e["type"] for e in theirs], sid
+        for a, b in zip(mine, theirs):
+            assert a == b, f"{sid}: event {b['type']} (seq {b['seq']}) differs"
+    assert ours[1] == official[1], "the parent's view of the tree"
+    assert ours[2] == official[2], "status changes per session"
+    assert ours[3] == official[3], "provider requests"
+
+
 PROMPTS = {"one_child": "Delegate a greeting", "two_children": "Delegate two tasks", "background_job": "Run a job in the background"}
 KEPT = set(PROMPTS.values()) | {"CHILD-OK", "SLOW-DONE", "FAST-DONE"}
 TURNS = {"one_child": 2, "two_children": 3, "background_job": 2}
@@ -296,13 +309,4 @@ def test_same_tree_as_the_official_runtime(name, official_bin, dsh_bin, fake_mod
         runs[who] = (streams, view, statuses, normalise_requests(server, names, base))
         # Kept beside the run for diffing a failure.
         (base_dir / f"{who}.norm.json").write_text(json.dumps(runs[who], indent=1, default=str))
-    official, ours = runs["official"], runs["ours"]
-    assert sorted(ours[0]) == sorted(official[0]), "the same sessions"
-    for sid in official[0]:
-        mine, theirs = ours[0][sid], official[0][sid]
-        assert [e["type"] for e in mine] == [e["type"] for e in theirs], sid
-        for a, b in zip(mine, theirs):
-            assert a == b, f"{sid}: event {b['type']} (seq {b['seq']}) differs"
-    assert ours[1] == official[1], "the parent's view of the tree"
-    assert ours[2] == official[2], "status changes per session"
-    assert ours[3] == official[3], "provider requests"
+    assert_same_tree(runs["ours"], runs["official"])

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from test_differential import official_bin  # noqa: F401 - a fixture
-from test_differential_tree import normalise, normalise_requests, parent_turns_ended, run_tree
+from test_differential_tree import assert_same_tree, normalise, normalise_requests, parent_turns_ended, run_tree
 from test_subagents import Tree, call, text, write
 
 
@@ -401,16 +401,8 @@ def test_a_two_agent_workflow_matches_the_official_runtime(official_bin, dsh_bin
         streams, view, statuses, names = normalise(copy.deepcopy(notifications))
         runs[who] = (streams, view, statuses, normalise_requests(server, names, base))
         (base_dir / f"{who}.norm.json").write_text(json.dumps(runs[who], indent=1, default=str))
-    official, ours = runs["official"], runs["ours"]
-    assert sorted(ours[0]) == sorted(official[0]), "the same sessions"
-    for sid in official[0]:
-        mine, theirs = ours[0][sid], official[0][sid]
-        assert [e["type"] for e in mine] == [e["type"] for e in theirs], sid
-        for a, b in zip(mine, theirs):
-            assert a == b, f"{sid}: event {b['type']} (seq {b['seq']}) differs"
-    assert ours[1] == official[1], "the parent's view of the tree"
-    assert ours[2] == official[2], "status changes per session"
-    assert ours[3] == official[3], "provider requests"
+    ours = runs["ours"]
+    assert_same_tree(ours, runs["official"])
     assert sorted(json.loads(r)["model"] for r in ours[3]) == [
         "deepseek-v4-flash", "deepseek-v4-flash", "deepseek-v4-flash", "deepseek-v4-pro"]
 
