@@ -225,6 +225,20 @@ fn present(path: &Path) -> Result<bool, StoreError> {
 /// directory that are real directories owned by the runtime (no symbolic
 /// links); anything else is refused.
 pub(crate) fn probe(id: &str, dir: &Path) -> Result<Option<SessionLocation>, StoreError> {
+    // Another runtime may create the log between the two looks below; the
+    // directory listing then shows it, and the look is repeated. Logs are
+    // created far more rarely than three times in a row.
+    for _ in 0..3 {
+        if let Some(found) = probe_once(id, dir)? {
+            return Ok(found);
+        }
+    }
+    Ok(probe_once(id, dir)?.flatten())
+}
+
+/// One look at `dir` for [`probe`]: `None` when a log of this generation
+/// appeared after the files were checked, so the look must be repeated.
+fn probe_once(id: &str, dir: &Path) -> Result<Option<Option<SessionLocation>>, StoreError> {
     let zstd = present(&dir.join(ZSTD_FILE))?;
     let plain = present(&dir.join(PLAIN_FILE))?;
     if zstd || plain {
@@ -242,29 +256,30 @@ pub(crate) fn probe(id: &str, dir: &Path) -> Result<Option<SessionLocation>, Sto
         (true, true) => Err(StoreError::MixedEncoding {
             dir: dir.to_path_buf(),
         }),
-        (true, false) => Ok(Some(SessionLocation::new(
+        (true, false) => Ok(Some(Some(SessionLocation::new(
             id,
             dir.to_path_buf(),
             Encoding::Zstd,
-        ))),
-        (false, true) => Ok(Some(SessionLocation::new(
+        )))),
+        (false, true) => Ok(Some(Some(SessionLocation::new(
             id,
             dir.to_path_buf(),
             Encoding::Plain,
-        ))),
-        (false, false) => other_generation(dir).map(|()| None),
+        )))),
+        (false, false) => other_generation(dir).map(|appeared| (!appeared).then_some(None)),
     }
 }
 
 /// Refuses a session directory that holds only a log of another format
 /// generation (`session.jsonl` = 0, `session.v<N>.jsonl`), which this store
-/// does not migrate.
-fn other_generation(dir: &Path) -> Result<(), StoreError> {
+/// does not migrate. `Ok(true)` when the listing shows a log of this
+/// generation after all: one created since the caller looked.
+fn other_generation(dir: &Path) -> Result<bool, StoreError> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(err) if err.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
-            return Ok(());
+            return Ok(false);
         }
         Err(err) => return Err(StoreError::io("read directory", dir, err)),
     };
@@ -272,6 +287,9 @@ fn other_generation(dir: &Path) -> Result<(), StoreError> {
         let entry = entry.map_err(|e| StoreError::io("read directory", dir, e))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
+        if name == ZSTD_FILE || name == PLAIN_FILE {
+            return Ok(true);
+        }
         let stem = name.strip_suffix(".zstd").unwrap_or(name);
         let version = if stem == "session.jsonl" {
             Some(0)
@@ -287,7 +305,7 @@ fn other_generation(dir: &Path) -> Result<(), StoreError> {
             });
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 #[cfg(test)]
@@ -382,5 +400,19 @@ mod tests {
             store.locate("v0"),
             Err(StoreError::UnsupportedVersion { version: 0, .. })
         ));
+    }
+
+    #[test]
+    fn a_log_created_between_the_looks_is_found_not_refused() {
+        let home = temp();
+        let dir = home.path().join("s");
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(other_generation(&dir), Ok(false)));
+        // The state another runtime leaves after the file checks said "no
+        // log": the listing now holds this generation's log.
+        touch(&dir.join(ZSTD_FILE));
+        assert!(matches!(other_generation(&dir), Ok(true)));
+        assert!(matches!(probe_once("s", &dir), Ok(Some(Some(_)))));
+        assert!(matches!(probe("s", &dir), Ok(Some(_))));
     }
 }
