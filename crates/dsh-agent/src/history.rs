@@ -3,10 +3,16 @@
 //! the provider reported — what compaction needs to pick a span and to
 //! cite it, and what resume rebuilds from the log.
 
-use dsh_protocol::message::COMPACT_CHECKPOINT;
+use crate::compaction::estimate;
+use dsh_protocol::message::{COMPACT_CHECKPOINT, KeptMessage, Role};
 use dsh_session::Message;
 use dsh_session::store::HistoryEntry;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// A restored history whose packed text is at most this many bytes is
+/// kept parsed (a few times this in memory, no parsing per step); a bigger
+/// one stays packed and each message is parsed when a step reads it.
+const PARSED_RESTORE_MAX: usize = 8 << 20;
 
 /// One history message.
 #[derive(Debug, Clone)]
@@ -19,13 +25,45 @@ pub struct Entry {
     /// For a reply: `usage.totalTokens` as reported.
     pub usage: Option<u64>,
     /// The message, shared with the requests that carry it.
-    pub message: Arc<Message>,
+    pub message: KeptMessage,
+    /// The message's estimated tokens, once measured.
+    tokens: OnceLock<u64>,
+    /// Whether it is a compaction checkpoint, once looked at.
+    checkpoint: OnceLock<bool>,
 }
 
 impl Entry {
-    /// Whether this is a compaction checkpoint.
+    /// `message`, added by event `seq` in `turn`; `usage` for a reply.
+    pub fn new(seq: u64, turn: u32, usage: Option<u64>, message: KeptMessage) -> Self {
+        Self {
+            seq,
+            turn,
+            usage,
+            message,
+            tokens: OnceLock::new(),
+            checkpoint: OnceLock::new(),
+        }
+    }
+
+    /// Whether this is a compaction checkpoint (looked at once: a packed
+    /// message is not parsed again on every step).
     pub fn is_checkpoint(&self) -> bool {
-        matches!(self.message.as_ref(), Message::User(m) if m.source_kind() == Some(COMPACT_CHECKPOINT))
+        *self
+            .checkpoint
+            .get_or_init(|| self.is_user_from(COMPACT_CHECKPOINT))
+    }
+
+    /// The message's estimated tokens (measured once).
+    pub fn tokens(&self) -> u64 {
+        *self
+            .tokens
+            .get_or_init(|| estimate::message(&self.message.get()))
+    }
+
+    /// Whether this is a user message with `source.kind` `kind`.
+    fn is_user_from(&self, kind: &str) -> bool {
+        self.message.role() == Role::User
+            && matches!(self.message.get().as_ref(), Message::User(m) if m.source_kind() == Some(kind))
     }
 }
 
@@ -50,12 +88,12 @@ impl History {
         usage: Option<u64>,
     ) -> Arc<Message> {
         let message = Arc::new(message);
-        self.entries.push(Entry {
+        self.entries.push(Entry::new(
             seq,
             turn,
             usage,
-            message: Arc::clone(&message),
-        });
+            KeptMessage::from(Arc::clone(&message)),
+        ));
         message
     }
 
@@ -65,18 +103,13 @@ impl History {
     }
 
     /// The messages, oldest first (shared, not copied).
-    pub fn messages(&self) -> Vec<Arc<Message>> {
-        self.entries
-            .iter()
-            .map(|e| Arc::clone(&e.message))
-            .collect()
+    pub fn messages(&self) -> Vec<KeptMessage> {
+        self.entries.iter().map(|e| e.message.clone()).collect()
     }
 
     /// Whether a user message with `source.kind` `kind` is in the history.
     pub fn holds_source(&self, kind: &str) -> bool {
-        self.entries.iter().any(
-            |e| matches!(e.message.as_ref(), Message::User(m) if m.source_kind() == Some(kind)),
-        )
+        self.entries.iter().any(|e| e.is_user_from(kind))
     }
 
     /// Number of entries.
@@ -96,18 +129,85 @@ impl History {
         }
     }
 
-    /// The history a stored log holds (system messages are sent apart).
+    /// The history a stored log holds (system messages are sent apart):
+    /// parsed when it is small, packed otherwise (see
+    /// [`PARSED_RESTORE_MAX`]).
     pub fn restored(entries: Vec<HistoryEntry>) -> Self {
+        let entries: Vec<HistoryEntry> = entries
+            .into_iter()
+            .filter(|e| e.message.role() != Role::System)
+            .collect();
+        let packed: usize = entries.iter().map(|e| e.message.packed_len()).sum();
+        let parse = packed <= PARSED_RESTORE_MAX;
         let entries = entries
             .into_iter()
-            .filter(|e| !matches!(e.message, Message::System(_)))
-            .map(|e| Entry {
-                seq: e.seq,
-                turn: u32::try_from(e.turn).unwrap_or(u32::MAX),
-                usage: e.usage,
-                message: Arc::new(e.message),
+            .map(|e| {
+                let message = if parse {
+                    e.message.into_parsed()
+                } else {
+                    e.message
+                };
+                let turn = u32::try_from(e.turn).unwrap_or(u32::MAX);
+                Entry::new(e.seq, turn, e.usage, message)
             })
             .collect();
         Self { entries }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dsh_session::{SystemMessage, UserMessage, text_block};
+
+    /// A stored history of `n` prompts of `len` characters and a system
+    /// message, packed as resume hands it over.
+    fn stored(n: u64, len: usize) -> Vec<HistoryEntry> {
+        let system = Message::System(SystemMessage::prompt("sys"));
+        std::iter::once(system)
+            .chain((0..n).map(|i| {
+                let text = format!("{i} {}", "x".repeat(len));
+                Message::User(UserMessage::prompt(vec![text_block(text)]))
+            }))
+            .enumerate()
+            .map(|(seq, message)| HistoryEntry {
+                seq: seq as u64,
+                message: KeptMessage::packed(message),
+                turn: 1,
+                usage: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_small_history_is_restored_parsed_a_big_one_stays_packed() {
+        let small = History::restored(stored(3, 100));
+        assert_eq!(small.len(), 3, "the system message is sent apart");
+        assert!(small.entries().iter().all(|e| e.message.packed_len() == 0));
+        let big = History::restored(stored(3, PARSED_RESTORE_MAX / 2));
+        assert!(big.entries().iter().all(|e| e.message.packed_len() > 0));
+        // Either way the messages read back as stored, in order.
+        let texts: Vec<String> = big
+            .messages()
+            .iter()
+            .map(|m| match m.get().as_ref() {
+                Message::User(u) => dsh_session::text_of(&u.content).collect(),
+                _ => String::new(),
+            })
+            .map(|t: String| t.split(' ').next().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(texts, ["0", "1", "2"]);
+        assert!(big.entries()[0].tokens() > small.entries()[0].tokens() + 1_000_000);
+    }
+
+    #[test]
+    fn a_packed_checkpoint_is_known_as_one() {
+        let checkpoint = UserMessage::compact_checkpoint(vec![text_block("sum")], "c");
+        let entry = Entry::new(4, 2, None, KeptMessage::packed(Message::User(checkpoint)));
+        assert!(entry.is_checkpoint());
+        let prompt = UserMessage::prompt(vec![text_block("hi")]);
+        assert!(
+            !Entry::new(5, 2, None, KeptMessage::packed(Message::User(prompt))).is_checkpoint()
+        );
     }
 }

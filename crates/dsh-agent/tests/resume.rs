@@ -132,7 +132,7 @@ async fn a_restored_session_asks_the_model_with_exactly_its_stored_history() {
     let sent: Vec<Value> = requests[0]
         .messages
         .iter()
-        .map(|m| serde_json::to_value(m.as_ref()).unwrap())
+        .map(|m| serde_json::to_value(&*m.get()).unwrap())
         .collect();
     assert_eq!(sent, history);
     let system = &before.data("system/message")[0]["message"]["content"][0]["text"];

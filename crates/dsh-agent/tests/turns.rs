@@ -20,7 +20,7 @@ fn latest_prompt(request: &ModelRequest) -> String {
         .messages
         .iter()
         .rev()
-        .find_map(|m| match m.as_ref() {
+        .find_map(|m| match m.get().as_ref() {
             Message::User(u) if u.source_kind() == Some("user") => {
                 Some(text_of(&u.content).collect())
             }
@@ -318,7 +318,10 @@ async fn a_prompt_while_a_turn_runs_waits_in_next_turn_and_runs_as_the_following
     let requests = model.requests();
     let prompted: Vec<String> = requests.iter().map(latest_prompt).collect();
     assert_eq!(prompted, ["first", "first", "second", "third"]);
-    let answered = requests[1].messages.last().map(|m| m.as_ref().clone());
+    let answered = requests[1]
+        .messages
+        .last()
+        .map(|m| m.get().as_ref().clone());
     assert!(
         matches!(&answered, Some(Message::Tool(t)) if t.tool_call_id == "call_1" && !t.is_error),
         "{answered:?}"

@@ -4,6 +4,7 @@
 use dsh_fake_model::FakeServer;
 use dsh_llm::scripted::Scenario;
 use dsh_llm::{Accumulator, ModelRequest, ProviderEnv, ProviderRegistry, Route, Settled};
+use dsh_protocol::message::KeptMessage;
 use dsh_session::{Message, UserMessage, text_block};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -62,9 +63,9 @@ fn request(provider: &str, session: &str, prompt: &str) -> ModelRequest {
             max_tokens: Some(64),
         },
         system: "TASK-B is only in the system prompt.".into(),
-        messages: vec![Arc::new(Message::User(UserMessage::prompt(vec![
-            text_block(prompt),
-        ])))],
+        messages: vec![KeptMessage::parsed(Message::User(UserMessage::prompt(
+            vec![text_block(prompt)],
+        )))],
         tools: Arc::new(Vec::new()),
     }
 }

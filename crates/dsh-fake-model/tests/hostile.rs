@@ -8,6 +8,7 @@ use dsh_llm::{
     Accumulator, LlmFailure, ModelRequest, ProviderEnv, ProviderRegistry, REPLY_BYTES_VAR,
     ReplyLimits, Route, Settled,
 };
+use dsh_protocol::message::KeptMessage;
 use dsh_session::{Message, UserMessage, text_block};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -46,7 +47,7 @@ fn request(provider: &str, max_tokens: u64) -> ModelRequest {
             max_tokens: Some(max_tokens),
         },
         system: "You are a test.".into(),
-        messages: vec![Arc::new(Message::User(UserMessage::new(
+        messages: vec![KeptMessage::parsed(Message::User(UserMessage::new(
             vec![text_block("hi")],
             json!({"kind": "user"}),
         )))],

@@ -7,6 +7,7 @@ use dsh_llm::{
     Accumulator, FinishReason, ModelRequest, ProviderEnv, ProviderRegistry, Route, Settled,
     ToolSpec,
 };
+use dsh_protocol::message::KeptMessage;
 use dsh_session::{Message, UserMessage, text_block};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -53,7 +54,7 @@ fn request(provider: &str, tools: Vec<ToolSpec>) -> ModelRequest {
             max_tokens: Some(64),
         },
         system: "You are a test.".into(),
-        messages: vec![Arc::new(Message::User(UserMessage::new(
+        messages: vec![KeptMessage::parsed(Message::User(UserMessage::new(
             vec![text_block("hi")],
             json!({"kind": "user"}),
         )))],

@@ -1,5 +1,5 @@
 use crate::{Route, StreamChunk, ToolSpec};
-use dsh_session::Message;
+use dsh_protocol::message::KeptMessage;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -18,7 +18,7 @@ pub struct ModelRequest {
     pub system: String,
     /// The model-visible history, oldest first (no system message); shared
     /// with the agent, so building a request does not copy messages.
-    pub messages: Vec<Arc<Message>>,
+    pub messages: Vec<KeptMessage>,
     /// Tools the model may call.
     pub tools: Arc<Vec<ToolSpec>>,
     /// Whether this is a compaction's summary call (HTTP providers mark it

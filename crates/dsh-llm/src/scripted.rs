@@ -54,6 +54,7 @@ use crate::LlmFailureCode;
 use crate::{
     BlockType, ChunkSender, FinishReason, LlmFailure, ModelRequest, Provider, StreamChunk, Usage,
 };
+use dsh_protocol::message::KeptMessage;
 use dsh_session::{Message, text_of};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -387,10 +388,15 @@ impl ScriptedProvider {
         })
     }
 
-    fn next_reply(&self, request: &ModelRequest) -> Result<Reply, LlmFailure> {
+    /// The next reply to `request`, whose history is `messages` (parsed).
+    fn next_reply(
+        &self,
+        request: &ModelRequest,
+        messages: &[Arc<Message>],
+    ) -> Result<Reply, LlmFailure> {
         match &self.mode {
             Mode::Echo => Ok(Reply {
-                text: Some(Text::Whole(latest_prompt_text(&request.messages))),
+                text: Some(Text::Whole(latest_prompt_text(messages))),
                 reasoning: None,
                 blocks: Vec::new(),
                 stop: None,
@@ -409,8 +415,7 @@ impl ScriptedProvider {
                         "scripted provider state is poisoned",
                     )
                 })?;
-                let prompts: Vec<(usize, String)> = request
-                    .messages
+                let prompts: Vec<(usize, String)> = messages
                     .iter()
                     .enumerate()
                     .filter_map(|(at, m)| match m.as_ref() {
@@ -430,8 +435,7 @@ impl ScriptedProvider {
                     .first_match
                     .and_then(|p| prompts.get(p))
                     .map_or(0, |(at, _)| at + 1);
-                let answered = request
-                    .messages
+                let answered = messages
                     .iter()
                     .skip(from)
                     .filter(|m| matches!(m.as_ref(), Message::Assistant(_)))
@@ -442,11 +446,11 @@ impl ScriptedProvider {
                 let mut reply = script.replies.get(*index).cloned();
                 *index += 1;
                 if let Some(reply) = &mut reply {
-                    substitute_agent_ids(reply, &request.messages);
-                    if let Some(goal) = history_goal_id(&request.messages) {
+                    substitute_agent_ids(reply, messages);
+                    if let Some(goal) = history_goal_id(messages) {
                         reply.substitute_goal_id(goal);
                     }
-                    if let Some(job) = history_job_id(&request.messages) {
+                    if let Some(job) = history_job_id(messages) {
                         reply.substitute_job_id(job);
                     }
                 }
@@ -620,9 +624,10 @@ impl Provider for ScriptedProvider {
     }
 
     fn start(&self, request: ModelRequest, out: ChunkSender) {
-        let prepared = check_content(&request.messages).and_then(|()| self.next_reply(&request));
+        let messages: Vec<Arc<Message>> = request.messages.iter().map(KeptMessage::get).collect();
+        let prepared = check_content(&messages).and_then(|()| self.next_reply(&request, &messages));
         let model = self.model.clone();
-        let input_estimate = estimate_input(&request);
+        let input_estimate = estimate_input(&request, &messages);
         tokio::spawn(async move {
             let reply = match prepared {
                 Ok(reply) => reply,
@@ -810,11 +815,11 @@ fn quarter(chars: usize) -> u64 {
     u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
 }
 
-/// A quarter of the characters of the system prompt and every text block.
-fn estimate_input(request: &ModelRequest) -> u64 {
+/// A quarter of the characters of the system prompt and every text block
+/// of `messages`, the request's history.
+fn estimate_input(request: &ModelRequest, messages: &[Arc<Message>]) -> u64 {
     let chars = |content: &[Value]| text_of(content).map(|t| t.chars().count()).sum::<usize>();
-    let history: usize = request
-        .messages
+    let history: usize = messages
         .iter()
         .map(|m| match m.as_ref() {
             Message::User(u) => chars(&u.content),
@@ -886,7 +891,7 @@ mod tests {
                 max_tokens: None,
             },
             system: "sys".into(),
-            messages: vec![Arc::new(Message::User(UserMessage::new(
+            messages: vec![KeptMessage::parsed(Message::User(UserMessage::new(
                 vec![text_block(prompt)],
                 json!({"kind": "user"}),
             )))],
@@ -1059,10 +1064,15 @@ mod tests {
         )))
     }
 
+    /// A request whose history is `messages`, packed (as a big resumed
+    /// history is kept).
     fn with_history(session: &str, messages: Vec<Arc<Message>>) -> ModelRequest {
         ModelRequest {
             compact: false,
-            messages,
+            messages: messages
+                .into_iter()
+                .map(|m| KeptMessage::packed(Arc::unwrap_or_clone(m)))
+                .collect(),
             ..request(session, "")
         }
     }
@@ -1215,7 +1225,7 @@ mod tests {
     async fn unknown_user_content_is_unsupported() {
         let provider = ScriptedProvider::for_model(ECHO).unwrap();
         let mut req = request("s", "x");
-        req.messages = vec![Arc::new(Message::User(UserMessage::new(
+        req.messages = vec![KeptMessage::parsed(Message::User(UserMessage::new(
             vec![json!({"type":"weird","x":1})],
             json!({"kind":"user"}),
         )))];

@@ -4,6 +4,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+mod kept;
+
+pub use kept::{KeptMessage, Role};
+
 /// A fresh message id (UUIDv4).
 pub fn new_message_id() -> String {
     uuid::Uuid::new_v4().to_string()

@@ -503,7 +503,10 @@ fn resume_facts_of_the_resume_transcript() {
         } else {
             event.data["message"].clone()
         };
-        assert_eq!(serde_json::to_value(&entry.message).ok(), Some(original));
+        assert_eq!(
+            serde_json::to_value(&*entry.message.get()).ok(),
+            Some(original)
+        );
     }
     let all = resume_facts(&full).unwrap();
     assert_eq!(all.last_turn, 2);

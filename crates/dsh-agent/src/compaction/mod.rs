@@ -11,7 +11,7 @@
 //! shadowed message: resume replays the replacement, so the history after a
 //! crash is the compacted one.
 
-mod estimate;
+pub(crate) mod estimate;
 mod plan;
 mod prose;
 
@@ -26,6 +26,7 @@ use dsh_protocol::catalog::{
     CompactionEnd, CompactionStart, CompactionSummary, EventDraft, HeaderReason, SeqRange,
     TurnEndReason,
 };
+use dsh_protocol::message::{KeptMessage, Role};
 use dsh_session::{Message, ToolMessage, UserMessage, new_message_id, text_block};
 use dsh_tools::CancellationToken;
 use serde_json::{Value, json};
@@ -122,18 +123,24 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
             .summary_input(inner.fixed_tokens)
             .saturating_sub(estimate::text(prose::INSTRUCTION.len()));
         // The span as the call carries it, cut once and measured so.
-        let mut messages: Vec<Arc<Message>> =
+        let mut messages: Vec<KeptMessage> =
             entries[..end].iter().map(|e| pruned(&e.message)).collect();
-        let sizes: Vec<u64> = messages.iter().map(|m| estimate::message(m)).collect();
+        let sizes: Vec<u64> = messages
+            .iter()
+            .map(|m| estimate::message(&m.get()))
+            .collect();
         let end = plan::fit(entries, &sizes, limit);
         messages.truncate(end);
         let span = &entries[..end];
         let seqs: Vec<u64> = span.iter().map(|e| e.seq).collect();
-        let shadowed_tokens = span.iter().map(|e| estimate::message(&e.message)).sum();
-        messages.push(Arc::new(Message::User(UserMessage::new(
-            vec![text_block(prose::INSTRUCTION)],
-            json!({"kind": "compaction-instruction"}),
-        ))));
+        let shadowed_tokens = span.iter().map(Entry::tokens).sum();
+        messages.push(
+            Message::User(UserMessage::new(
+                vec![text_block(prose::INSTRUCTION)],
+                json!({"kind": "compaction-instruction"}),
+            ))
+            .into(),
+        );
         let start_seq = state.event(CompactionStart {
             compaction_id: id.as_str(),
             turn,
@@ -241,12 +248,7 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
     state.turn_history_start = state.turn_history_start.saturating_sub(seqs.len()) + 1;
     state.history.replace(
         0..seqs.len(),
-        Entry {
-            seq,
-            turn,
-            usage: None,
-            message: Arc::new(Message::User(checkpoint)),
-        },
+        Entry::new(seq, turn, None, Message::User(checkpoint).into()),
     );
     // The next request starts a new series (its history was rewritten),
     // and context the checkpoint shadowed is sent again.
@@ -268,12 +270,16 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
 /// `message` with the text of a tool result over [`PRUNE_OVER`]
 /// characters cut to its first [`PRUNE_HEAD`] and last [`PRUNE_TAIL`]
 /// characters; any other message shared as it is.
-fn pruned(message: &Arc<Message>) -> Arc<Message> {
+fn pruned(kept: &KeptMessage) -> KeptMessage {
+    if kept.role() != Role::Tool {
+        return kept.clone();
+    }
+    let message = kept.get();
     let Message::Tool(result) = message.as_ref() else {
-        return Arc::clone(message);
+        return kept.clone();
     };
     if !result.content.iter().any(|b| long_text(b).is_some()) {
-        return Arc::clone(message);
+        return kept.clone();
     }
     let content = result
         .content
@@ -283,7 +289,7 @@ fn pruned(message: &Arc<Message>) -> Arc<Message> {
             None => block.clone(),
         })
         .collect();
-    Arc::new(Message::Tool(ToolMessage {
+    KeptMessage::parsed(Message::Tool(ToolMessage {
         role: result.role,
         source: result.source.clone(),
         tool_call_id: result.tool_call_id.clone(),
@@ -329,12 +335,13 @@ mod tests {
         let text: String = (0..20_000)
             .map(|i| char::from(b'a' + (i % 26) as u8))
             .collect();
-        let message = Arc::new(Message::Tool(ToolMessage::new(
+        // Packed, as a big resumed history keeps it.
+        let message = KeptMessage::packed(Message::Tool(ToolMessage::new(
             "c1",
             vec![text_block(text.clone()), text_block("short")],
             false,
         )));
-        let Message::Tool(cut) = pruned(&message).as_ref().clone() else {
+        let Message::Tool(cut) = pruned(&message).get().as_ref().clone() else {
             panic!("not a tool message");
         };
         let first = cut.content[0]["text"].as_str().unwrap();
@@ -348,6 +355,6 @@ mod tests {
             vec![text_block("x")],
             false,
         )));
-        assert!(Arc::ptr_eq(&pruned(&short), &short));
+        assert!(Arc::ptr_eq(&pruned(&short.clone().into()).get(), &short));
     }
 }

@@ -2,7 +2,6 @@
 //! the oldest span of whole turns to condense, as measured on the official
 //! runtime (README, "Compaction").
 
-use super::estimate;
 use crate::history::Entry;
 
 /// Tokens kept free for the reply and the summary call (`headroomTokens`),
@@ -67,20 +66,10 @@ pub fn pressure(entries: &[Entry], pending: u64, fixed: u64) -> u64 {
         .rposition(|e| e.usage.is_some() && compacted.is_none_or(|c| e.seq > c));
     match anchor {
         Some(i) => {
-            let after: u64 = entries[i + 1..]
-                .iter()
-                .map(|e| estimate::message(&e.message))
-                .sum();
+            let after: u64 = entries[i + 1..].iter().map(Entry::tokens).sum();
             entries[i].usage.unwrap_or(0) + after + pending
         }
-        None => {
-            fixed
-                + pending
-                + entries
-                    .iter()
-                    .map(|e| estimate::message(&e.message))
-                    .sum::<u64>()
-        }
+        None => fixed + pending + entries.iter().map(Entry::tokens).sum::<u64>(),
     }
 }
 
@@ -110,10 +99,7 @@ pub fn span(entries: &[Entry], pending: u64, retain: u64) -> Option<usize> {
     let mut end = entries.len();
     // The last turn is kept before the tail is measured.
     for &start in starts.iter().rev() {
-        kept += entries[start..end]
-            .iter()
-            .map(|e| estimate::message(&e.message))
-            .sum::<u64>();
+        kept += entries[start..end].iter().map(Entry::tokens).sum::<u64>();
         end = start;
         if kept >= retain {
             break;
@@ -143,33 +129,24 @@ pub fn fit(entries: &[Entry], sizes: &[u64], limit: u64) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::estimate;
     use super::*;
+    use dsh_protocol::message::KeptMessage;
     use dsh_session::{Message, UserMessage, text_block};
-    use std::sync::Arc;
 
     /// An entry of `turn` holding `tokens` estimated tokens.
     fn entry(seq: u64, turn: u32, tokens: u64, usage: Option<u64>) -> Entry {
         let len = ((tokens - 8) * 4) as usize;
-        Entry {
-            seq,
-            turn,
-            usage,
-            message: Arc::new(Message::User(UserMessage::prompt(vec![text_block(
-                "x".repeat(len),
-            )]))),
-        }
+        let message = Message::User(UserMessage::prompt(vec![text_block("x".repeat(len))]));
+        Entry::new(seq, turn, usage, KeptMessage::packed(message))
     }
 
     fn checkpoint(seq: u64, turn: u32) -> Entry {
-        Entry {
-            seq,
-            turn,
-            usage: None,
-            message: Arc::new(Message::User(UserMessage::compact_checkpoint(
-                vec![text_block("summary")],
-                "c",
-            ))),
-        }
+        let message = Message::User(UserMessage::compact_checkpoint(
+            vec![text_block("summary")],
+            "c",
+        ));
+        Entry::new(seq, turn, None, KeptMessage::packed(message))
     }
 
     #[test]
@@ -196,7 +173,7 @@ mod tests {
             entry(1, 1, 50, Some(700_000)),
             entry(2, 2, 20, None),
         ];
-        let ckpt = estimate::message(&entries[0].message);
+        let ckpt = estimate::message(&entries[0].message.get());
         assert_eq!(pressure(&entries, 30, 5_000), 5_000 + 30 + ckpt + 50 + 20);
     }
 
@@ -232,10 +209,7 @@ mod tests {
             entry(1, 2, 100, None),
             entry(2, 3, 100, None),
         ];
-        let sizes: Vec<u64> = entries
-            .iter()
-            .map(|e| estimate::message(&e.message))
-            .collect();
+        let sizes: Vec<u64> = entries.iter().map(Entry::tokens).collect();
         assert_eq!(fit(&entries, &sizes, 250), 2);
         assert_eq!(fit(&entries, &sizes, 50), 1);
         assert_eq!(fit(&entries, &sizes, 1_000), 3);

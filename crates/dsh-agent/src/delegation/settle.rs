@@ -6,6 +6,7 @@ use super::ChildReport;
 use crate::inner::Inner;
 use crate::prose;
 use crate::state::Delivery;
+use dsh_protocol::message::{KeptMessage, Role};
 use dsh_protocol::notifications::{SubagentFinishedParams, SubagentStopReason};
 use dsh_session::{Message, TreeNotice, UserMessage, text_block};
 use serde_json::Value;
@@ -103,11 +104,12 @@ pub(crate) fn settled(inner: &Inner) {
 
 /// The content of the last assistant message in `history`, verbatim
 /// (reasoning included), or nothing when the child never answered.
-fn last_assistant_text(history: &[std::sync::Arc<Message>]) -> Vec<Value> {
+fn last_assistant_text(history: &[KeptMessage]) -> Vec<Value> {
     history
         .iter()
         .rev()
-        .find_map(|m| match m.as_ref() {
+        .filter(|m| m.role() == Role::Assistant)
+        .find_map(|m| match m.get().as_ref() {
             Message::Assistant(reply) => Some(reply.content.clone()),
             _ => None,
         })

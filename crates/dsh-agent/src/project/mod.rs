@@ -19,9 +19,9 @@ mod skills;
 
 pub(crate) use skills::{SKILL, run_skill, skill_spec};
 
+use dsh_protocol::message::{KeptMessage, Role};
 use dsh_session::{Message, UserMessage};
 use std::path::Path;
-use std::sync::Arc;
 
 /// What one agent has sent of the project's instructions and skills.
 #[derive(Default)]
@@ -33,15 +33,16 @@ pub(crate) struct Tracker {
 impl Tracker {
     /// The tracker of an agent whose model already saw `history` (a resumed
     /// session, a fork's inherited turns).
-    pub(crate) fn restored(history: &[Arc<Message>]) -> Self {
+    pub(crate) fn restored(history: &[KeptMessage]) -> Self {
         let mut tracker = Self::default();
-        let users = history.iter().filter_map(|message| match &**message {
-            Message::User(user) => Some(user),
-            _ => None,
-        });
-        for message in users {
-            tracker.instructions.restore(message);
-            tracker.skills.restore(message);
+        // One message parsed at a time: a resumed history may be packed.
+        let users = history.iter().filter(|m| m.role() == Role::User);
+        for kept in users {
+            let message = kept.get();
+            if let Message::User(user) = message.as_ref() {
+                tracker.instructions.restore(user);
+                tracker.skills.restore(user);
+            }
         }
         tracker.instructions.finish_restore();
         tracker

@@ -56,6 +56,8 @@ fn unsupported(kind: &str) -> LlmFailure {
 fn messages(request: &ModelRequest, target: &Target<'_>) -> Result<Vec<Value>, LlmFailure> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in &request.messages {
+        // Parsed here when the history keeps it packed.
+        let message = message.get();
         let (role, blocks) = match message.as_ref() {
             Message::System(_) => continue,
             Message::User(user) => ("user", user_blocks(&user.content, target)?),

@@ -34,6 +34,8 @@ fn messages(request: &ModelRequest) -> Result<Vec<Value>, LlmFailure> {
         out.push(json!({"role": "system", "content": request.system}));
     }
     for message in &request.messages {
+        // Parsed here when the history keeps it packed.
+        let message = message.get();
         match message.as_ref() {
             Message::System(_) => {}
             Message::User(user) => {

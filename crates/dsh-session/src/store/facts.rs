@@ -7,7 +7,7 @@ use dsh_protocol::catalog::{
     Event, InboxSpliced, InboxTarget, RangeOp, SessionEvent, SubagentCatalog, SubagentDescriptor,
     SurfaceOp,
 };
-use dsh_protocol::message::{Message, SystemMessage, UserMessage};
+use dsh_protocol::message::{KeptMessage, Message, SystemMessage, UserMessage};
 
 /// The two durable inbox queues (§10.1), oldest first.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,8 +24,9 @@ pub struct HistoryEntry {
     /// Seq of the `system/message`, `user/message`, `assistant/message` or
     /// `tool/result` event.
     pub seq: u64,
-    /// The message.
-    pub message: Message,
+    /// The message, packed: a resumed history may be far bigger than the
+    /// memory its parsed trees would take (see [`KeptMessage`]).
+    pub message: KeptMessage,
     /// The turn open (or last started) when the message was added.
     pub turn: u64,
     /// For an assistant message: the tokens its request and reply cost, as
@@ -138,7 +139,7 @@ impl ResumeFacts {
     ) -> HistoryEntry {
         HistoryEntry {
             seq: event.seq,
-            message,
+            message: KeptMessage::packed(message),
             turn: self.last_turn,
             usage,
         }
