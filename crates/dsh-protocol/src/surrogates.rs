@@ -33,6 +33,7 @@
 
 use memchr::{memchr, memchr2, memmem};
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 /// The first character of every marker (a noncharacter).
 const MARK: char = '\u{10FFFF}';
@@ -123,8 +124,12 @@ fn may_escape_a_surrogate(bytes: &[u8]) -> bool {
             Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
         )
     };
-    memmem::find_iter(bytes, b"\\ud").any(surrogate_digit)
-        || memmem::find_iter(bytes, b"\\uD").any(surrogate_digit)
+    // Built once: building a finder costs more than scanning a short line.
+    static LOWER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\\ud"));
+    static UPPER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\\uD"));
+    LOWER.find_iter(bytes).any(surrogate_digit) || UPPER.find_iter(bytes).any(surrogate_digit)
 }
 
 /// The four hex digits at `at`, if there are four.
