@@ -27,6 +27,14 @@ fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
   'deepseek-harness-sdk==0.2.1rc2' 'deepseek-harness-runtime-bin==0.2.1rc2'
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22'
+# The official runtime runs a workflow's children only inside its bubblewrap
+# sandbox ("sandbox-unavailable" otherwise): the workflow differential test
+# needs bwrap, installed from Debian's package when missing (as root).
+if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "bwrap missing: installing the Debian package bubblewrap (the official runtime's sandbox)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } ||
+    echo "apt-get could not install bubblewrap" >&2
+fi
 DSH_BIN="$PWD/target/debug/dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider
 
 # --- TypeScript interop: the official @deepseek-ai/dsh-sdk-client drives target/debug/dsh.

@@ -393,6 +393,9 @@ def test_a_two_agent_workflow_matches_the_official_runtime(official_bin, dsh_bin
         server = fake_model(replies, agents)
         base = base_dir / who
         notifications = run_tree(binary, base, server, "Run the workflow", parent_turns_ended(1))
+        assert "sandbox-unavailable" not in json.dumps(notifications), (
+            f"{who}: the workflow found no sandbox; the official runtime runs its children "
+            "only inside bubblewrap (apt-get install bubblewrap)")
         notifications = json.loads(json.dumps(notifications).replace(str(base), "<base>"))
         for _, params in notifications:
             event = params.get("event") if isinstance(params, dict) else None
