@@ -475,7 +475,12 @@ async fn run_loop(inner: Arc<Inner>) {
                 state.log.flush();
                 drop(state);
                 delegation::settled(&inner);
-                inner.state().release_waiters();
+                // A message delivered since (the parent answering before
+                // it had the news) began a new turn: its waiters wait on.
+                let mut state = inner.state();
+                if !state.running {
+                    state.release_waiters();
+                }
             } else {
                 state.go_idle();
                 state.log.flush();
