@@ -42,7 +42,7 @@ struct Clock {
 
 impl EventObserver for Clock {
     fn on_event(&self, _session_id: &str, event: &EventBytes) {
-        if event.as_str().starts_with(r#"{"type":"tool/call""#) {
+        if event.to_text().starts_with(r#"{"type":"tool/call""#) {
             let mut call = self.call.lock().unwrap_or_else(|e| e.into_inner());
             call.get_or_insert_with(Instant::now);
         }

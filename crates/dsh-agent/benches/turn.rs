@@ -20,7 +20,7 @@ struct CountingObserver(AtomicUsize);
 
 impl EventObserver for CountingObserver {
     fn on_event(&self, _session_id: &str, event: &EventBytes) {
-        self.0.fetch_add(event.as_bytes().len(), Ordering::Relaxed);
+        self.0.fetch_add(event.len(), Ordering::Relaxed);
     }
     fn on_status(&self, _session_id: &str, _status: SessionStatus) {}
 }

@@ -1,7 +1,7 @@
+use crate::JsonRope;
 use crate::RequestId;
-use bytes::Bytes;
 use serde::Serialize;
-use std::io::{IoSlice, Write};
+use std::io::Write;
 
 /// The only error code the official runtime emits (`-32603`); the message
 /// text is the user-visible contract.
@@ -20,7 +20,7 @@ pub struct Outgoing {
     /// The whole frame, or its part before a shared event.
     head: Vec<u8>,
     /// A shared event and the bytes that close the frame after it.
-    shared: Option<(Bytes, &'static [u8])>,
+    shared: Option<(JsonRope, &'static [u8])>,
 }
 
 #[derive(Serialize)]
@@ -100,7 +100,7 @@ impl Outgoing {
     /// (compact JSON whose lone surrogates are escapes again), sharing its
     /// bytes: the event is neither re-serialised nor copied, so the bytes
     /// sent are the ones persisted.
-    pub fn session_event(session_id: &str, event: Bytes) -> Self {
+    pub fn session_event(session_id: &str, event: JsonRope) -> Self {
         let mut head = Vec::with_capacity(session_id.len() + 80);
         head.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"");
         head.extend_from_slice(crate::notifications::SESSION_EVENT.as_bytes());
@@ -121,21 +121,7 @@ impl Outgoing {
         let Some((event, tail)) = &self.shared else {
             return out.write_all(&self.head);
         };
-        let mut parts = [
-            IoSlice::new(&self.head),
-            IoSlice::new(event),
-            IoSlice::new(tail),
-        ];
-        let mut rest = &mut parts[..];
-        while !rest.is_empty() {
-            match out.write_vectored(rest) {
-                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Ok(n) => IoSlice::advance_slices(&mut rest, n),
-                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(err) => return Err(err),
-            }
-        }
-        Ok(())
+        crate::rope::write_all_vectored(out, &self.head, event.segments(), tail)
     }
 
     /// The frame's bytes, including the trailing `\n` (a copy for a frame
@@ -176,15 +162,17 @@ mod tests {
 
     #[test]
     fn session_event_embeds_the_raw_event_bytes() {
-        let raw =
-            Bytes::from_static(br#"{"type":"turn/start","seq":4,"time":1,"data":{"turn":1}}"#);
+        let raw = JsonRope::from_vec(
+            br#"{"type":"turn/start","seq":4,"time":1,"data":{"turn":1}}"#.to_vec(),
+        );
         let frame = Outgoing::session_event("s é\u{10FFFF}\u{10F000}", raw.clone());
         let expected = "{\"jsonrpc\":\"2.0\",\"method\":\"session.event\",\"params\":{\"sessionId\":\"s é\\ud800\",\"event\":{\"type\":\"turn/start\",\"seq\":4,\"time\":1,\"data\":{\"turn\":1}}}}\n";
         assert_eq!(text(&frame), expected);
         // The event's bytes are shared, not copied.
-        assert!(matches!(&frame.shared, Some((event, _)) if event.as_ptr() == raw.as_ptr()));
+        assert!(matches!(&frame.shared, Some((event, _))
+            if event.segments()[0].as_ptr() == raw.segments()[0].as_ptr()));
         // The same bytes as the notification built from values.
-        let value: serde_json::Value = serde_json::from_slice(&raw).unwrap_or_default();
+        let value: serde_json::Value = serde_json::from_slice(&raw.to_vec()).unwrap_or_default();
         let params = json!({"sessionId": "s é\u{10FFFF}\u{10F000}", "event": value});
         let built = Outgoing::notification("session.event", &params).unwrap();
         assert_eq!(text(&built), expected);

@@ -1,5 +1,5 @@
 use crate::store::{SessionWriter, StoreError};
-use bytes::Bytes;
+use dsh_protocol::JsonRope;
 use dsh_protocol::catalog::{EventDraft, EventPayload, SessionEvent};
 use dsh_protocol::notifications::{SubagentFinishedParams, SubagentStartedParams};
 use std::collections::VecDeque;
@@ -26,35 +26,36 @@ pub enum SessionStatus {
 /// One serialised event exactly as it is written to the log and sent on the
 /// wire: one compact JSON object (lone surrogates as `\udXXX` escapes), no
 /// line break. Cloning shares the bytes: the log, the observers and queued
-/// frames hold one copy of an event, however large.
+/// frames hold one copy of an event, however large, and a long string the
+/// event repeats (a reply's text in its content, deltas and `block-end`) is
+/// held once (see [`dsh_protocol::JsonRope`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventBytes(Bytes);
+pub struct EventBytes(JsonRope);
 
 impl EventBytes {
-    /// Holds `json` followed by the `\n` that ends its log line.
-    fn new(mut json: Vec<u8>) -> Self {
-        json.push(b'\n');
-        Self(Bytes::from(json))
+    /// The event's text as one contiguous copy.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.0.to_vec()
     }
 
-    /// The event's bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0[..self.0.len().saturating_sub(1)]
+    /// The event as text (a copy; UTF-8 by construction, validated here).
+    pub fn to_text(&self) -> String {
+        String::from_utf8(self.to_vec()).unwrap_or_default()
     }
 
-    /// The event as text (UTF-8 by construction; validated here).
-    pub fn as_str(&self) -> &str {
-        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    /// Length of the event's text in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the event's text is empty (never, for a serialised event).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// A shared handle to the event's bytes (no copy).
-    pub fn shared(&self) -> Bytes {
-        self.0.slice(..self.0.len().saturating_sub(1))
-    }
-
-    /// The log line: the event and its `\n`.
-    fn line(&self) -> &[u8] {
-        &self.0
+    pub fn shared(&self) -> JsonRope {
+        self.0.clone()
     }
 }
 
@@ -251,9 +252,7 @@ impl EventLog {
             ignorable: None,
         };
         // Serialised once; the same bytes are written and notified.
-        let raw = EventBytes::new(dsh_protocol::surrogates::decode(serde_json::to_vec(
-            &envelope,
-        )?));
+        let raw = EventBytes(dsh_protocol::to_rope(&envelope)?);
         self.next_seq += 1;
         self.last_time = time;
         if self.writer.is_none() {
@@ -379,7 +378,7 @@ fn hand_over(
         Unwritten::Status(_) | Unwritten::Tree(_) => None,
     });
     for raw in events.skip(*handed) {
-        writer.append_line(raw.line())?;
+        writer.append_rope(&raw.0)?;
         *handed += 1;
     }
     Ok(())
@@ -406,7 +405,7 @@ mod tests {
     impl EventObserver for Record {
         fn on_event(&self, session_id: &str, event: &EventBytes) {
             if let Ok(mut v) = self.0.lock() {
-                v.push(format!("{session_id} {}", event.as_str()));
+                v.push(format!("{session_id} {}", event.to_text()));
             }
         }
         fn on_status(&self, session_id: &str, status: SessionStatus) {
@@ -448,7 +447,8 @@ mod tests {
 
     impl EventObserver for DiskCheck {
         fn on_event(&self, _session_id: &str, event: &EventBytes) {
-            let value: serde_json::Value = serde_json::from_str(event.as_str()).unwrap_or_default();
+            let value: serde_json::Value =
+                serde_json::from_str(&event.to_text()).unwrap_or_default();
             let seq = value["seq"].as_u64().unwrap_or(u64::MAX);
             let stored = crate::store::SessionReader::read(&self.location)
                 .map(|s| {

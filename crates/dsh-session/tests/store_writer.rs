@@ -5,6 +5,7 @@ mod common;
 
 use common::{install, line, read, temp};
 use dsh_protocol::catalog::SessionEvent;
+use dsh_protocol::{JsonRope, to_rope};
 use dsh_session::store::{
     Encoding, SessionHeader, SessionLocation, SessionReader, SessionStore, SessionWriter,
     StoreError,
@@ -581,17 +582,17 @@ fn large_escaped_lines_are_written_at_once_and_stored_as_given() {
         // Already escaped: a literal U+10FFFF and an escaped lone surrogate
         // are stored as given (not decoded a second time).
         let big = format!(
-            "{{\"type\":\"user/message\",\"seq\":1,\"time\":2,\"data\":{{\"text\":\"\u{10FFFF}\\ud800{}\"}}}}\n",
+            "{{\"type\":\"user/message\",\"seq\":1,\"time\":2,\"data\":{{\"text\":\"\u{10FFFF}\\ud800{}\"}}}}",
             "y".repeat(200 * 1024)
         );
-        must(writer.append_line(big.as_bytes()));
+        must(writer.append_rope(&JsonRope::from_vec(big.clone().into_bytes())));
         assert!(
             writer.file_len() > before,
             "{encoding:?}: written without a flush"
         );
         assert_eq!(writer.buffered_events(), 0);
-        let small = format!("{}\n", line(&event(2)));
-        must(writer.append_line(small.as_bytes()));
+        let small = line(&event(2));
+        must(writer.append_rope(&JsonRope::from_vec(small.into_bytes())));
         assert_eq!(
             writer.buffered_events(),
             1,
@@ -607,8 +608,46 @@ fn large_escaped_lines_are_written_at_once_and_stored_as_given() {
             assert!(file.contains(&big), "the line is stored byte for byte");
         }
         assert!(matches!(
-            writer.append_line(b"{\n}\n"),
+            writer.append_rope(&JsonRope::from_vec(b"{\n}".to_vec())),
             Err(StoreError::InvalidEvent { .. })
         ));
+    }
+}
+
+#[test]
+fn an_event_that_repeats_a_long_text_is_written_from_its_shared_segments() {
+    for encoding in [Encoding::Plain, Encoding::Zstd] {
+        let home = temp();
+        let store = SessionStore::new(home.path());
+        let mut writer = must(SessionWriter::create(&store, &header("shared"), encoding));
+        must(writer.append(&line(&event(0))));
+        must(writer.flush());
+        let text: String = (0..300_000u32)
+            .map(|i| char::from(b'a' + (i % 23) as u8))
+            .collect();
+        let (a, b) = text.split_at(100_000);
+        let big = json!({"type": "assistant/message", "seq": 1, "time": 2, "data": {
+            "content": [{"type": "text", "text": text}],
+            "stream": [{"texts": [a, b]}, {"block": {"text": text}}],
+        }});
+        let rope = to_rope(&big).unwrap_or_else(|e| panic!("{e}"));
+        assert!(rope.segments().len() > 3, "the text is shared, not copied");
+        let before = writer.file_len();
+        must(writer.append_rope(&rope));
+        assert_eq!(writer.buffered_events(), 0, "{encoding:?}: written at once");
+        assert!(writer.file_len() > before);
+        must(writer.append_rope(&JsonRope::from_vec(line(&event(2)).into_bytes())));
+        must(writer.flush());
+        let stored = read(writer.location());
+        assert_eq!(stored.events.len(), 3, "{encoding:?}");
+        assert_eq!(stored.events[1].data, big["data"], "{encoding:?}");
+        if encoding == Encoding::Plain {
+            let file = fs::read(&writer.location().file).unwrap_or_default();
+            let serialised = serde_json::to_vec(&big).unwrap_or_default();
+            assert!(
+                file.windows(serialised.len()).any(|w| w == serialised),
+                "stored byte for byte"
+            );
+        }
     }
 }

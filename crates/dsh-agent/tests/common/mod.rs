@@ -163,7 +163,7 @@ impl Seen {
 
 impl EventObserver for Seen {
     fn on_event(&self, _session_id: &str, event: &EventBytes) {
-        let event = serde_json::from_str(event.as_str()).unwrap_or_else(|e| panic!("{e}"));
+        let event = serde_json::from_slice(&event.to_vec()).unwrap_or_else(|e| panic!("{e}"));
         self.push(Entry::Event(event));
     }
 

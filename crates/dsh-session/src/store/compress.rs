@@ -8,6 +8,8 @@
 //! allocating one (≈20 µs).
 
 use super::error::StoreError;
+use dsh_protocol::JsonRope;
+use std::io::{self, Write};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 use zstd::bulk::Compressor;
@@ -55,6 +57,22 @@ pub(crate) fn frame(data: &[u8], file: &Path) -> Result<Vec<u8>, StoreError> {
         pool.push(compressor);
     }
     Ok(frame)
+}
+
+/// Writes `event` and the `\n` that ends its line to `out` as one zstd
+/// frame (level 3, with its size and a content checksum), compressed as it
+/// is written: a huge event is never held compressed in memory whole.
+pub(crate) fn write_frame(out: &mut impl Write, event: &JsonRope, file: &Path) -> io::Result<()> {
+    let mut encoder = zstd::stream::write::Encoder::new(out, LEVEL)?;
+    encoder.include_checksum(true)?;
+    encoder.set_pledged_src_size(Some(event.len() as u64 + 1))?;
+    event.write_line_to(&mut encoder)?;
+    encoder.finish().map(drop).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("compress an event for {}: {e}", file.display()),
+        )
+    })
 }
 
 /// A compressor for log frames.

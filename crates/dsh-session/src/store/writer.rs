@@ -10,6 +10,7 @@ use super::lock::SessionLock;
 use super::locked::{LockedLog, LockedSession};
 use super::reader::{StoredSession, TailFix};
 use crate::private_fs::open_file;
+use dsh_protocol::JsonRope;
 use dsh_protocol::catalog::SessionEvent;
 use serde_json::value::RawValue;
 use std::fs::{self, File, OpenOptions};
@@ -21,7 +22,7 @@ use std::path::{Path, PathBuf};
 const KEEP_CAPACITY: usize = 1024;
 
 /// Event lines at least this long, with nothing buffered before them, are
-/// written straight from the caller's bytes ([`SessionWriter::append_line`]).
+/// written straight from the caller's bytes ([`SessionWriter::append_rope`]).
 const DIRECT_BYTES: usize = 64 * 1024;
 
 /// The one write handle of a session log.
@@ -337,33 +338,38 @@ impl SessionWriter {
         self.append_bytes(line.as_bytes())
     }
 
-    /// One event line given with its terminating `\n` (compact JSON whose
-    /// lone surrogates are already escapes, so it is stored as given). A
-    /// large line with nothing
-    /// buffered before it is written at once, straight from `line` (one
-    /// batch, as [`flush`](Self::flush) would write it), so that a huge
-    /// event is not copied into the buffer first; anything else is buffered
-    /// as by [`append`](Self::append).
-    pub fn append_line(&mut self, line: &[u8]) -> Result<(), StoreError> {
-        let Some((last, body)) = line.split_last() else {
-            return self.buffer(line, false);
-        };
-        if *last != b'\n' {
-            return self.buffer(line, false);
+    /// One serialised event (compact JSON whose lone surrogates are already
+    /// escapes, so it is stored as given) and the `\n` that ends its line.
+    /// A large event with nothing buffered before it is written at once,
+    /// straight from its segments (one batch, as [`flush`](Self::flush)
+    /// would write it: for zstd one frame, compressed as it is written), so
+    /// that a huge event is never copied whole; anything else is buffered as
+    /// by [`append`](Self::append).
+    pub fn append_rope(&mut self, event: &JsonRope) -> Result<(), StoreError> {
+        if matches!(self.sink, Sink::Poisoned { .. }) {
+            return Err(self.poisoned());
         }
-        let direct = body.len() >= DIRECT_BYTES
+        if event.is_empty() || event.contains(b'\n') {
+            return Err(self.invalid(event.is_empty()));
+        }
+        let direct = event.len() >= DIRECT_BYTES
             && self.buffered == 0
             && self.buf.is_empty()
-            && matches!(self.sink, Sink::Open(_))
-            && memchr::memchr(b'\n', body).is_none();
+            && matches!(self.sink, Sink::Open(_));
         if !direct {
-            return self.buffer(body, false);
+            self.buf.reserve(event.len() + 1);
+            for segment in event.segments() {
+                self.buf.extend_from_slice(segment);
+            }
+            self.buf.push(b'\n');
+            self.buffered += 1;
+            return Ok(());
         }
-        let frame = match self.location.encoding {
-            Encoding::Plain => None,
-            Encoding::Zstd => Some(compress::frame(line, &self.location.file)?),
-        };
-        self.write_open(frame.as_deref().unwrap_or(line))
+        let file = self.location.file.clone();
+        match self.location.encoding {
+            Encoding::Plain => self.write_open_with(|out| event.write_line_to(out)),
+            Encoding::Zstd => self.write_open_with(|out| compress::write_frame(out, event, &file)),
+        }
     }
 
     /// [`append`](Self::append) for a line given as UTF-8 bytes.
@@ -380,14 +386,7 @@ impl SessionWriter {
             return Err(self.poisoned());
         }
         if line.is_empty() || memchr::memchr(b'\n', line).is_some() {
-            return Err(StoreError::InvalidEvent {
-                id: self.location.id.clone(),
-                reason: if line.is_empty() {
-                    "empty line".to_owned()
-                } else {
-                    "a line break inside the event".to_owned()
-                },
-            });
+            return Err(self.invalid(line.is_empty()));
         }
         self.buf.reserve(line.len() + 1);
         if decode {
@@ -451,6 +450,18 @@ impl SessionWriter {
             self.buffered = 0;
         }
         result
+    }
+
+    /// The error for an event line that is empty or holds a line break.
+    fn invalid(&self, empty: bool) -> StoreError {
+        StoreError::InvalidEvent {
+            id: self.location.id.clone(),
+            reason: if empty {
+                "empty line".to_owned()
+            } else {
+                "a line break inside the event".to_owned()
+            },
+        }
     }
 
     fn poisoned(&self) -> StoreError {
@@ -555,6 +566,16 @@ impl SessionWriter {
     /// log with one write; a failed write is cut back, or poisons the writer
     /// if even that fails.
     fn write_open(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        self.write_open_with(|out| out.write_all(bytes))
+    }
+
+    /// Appends what `write` writes (complete batches) to the open log; a
+    /// failed write is cut back to the length before it, or poisons the
+    /// writer if even that fails.
+    fn write_open_with(
+        &mut self,
+        write: impl FnOnce(&mut Counted<'_>) -> io::Result<()>,
+    ) -> Result<(), StoreError> {
         #[cfg(test)]
         if self.failing_writes > 0 {
             self.failing_writes -= 1;
@@ -567,9 +588,15 @@ impl SessionWriter {
         let Sink::Open(log) = &mut self.sink else {
             return Err(self.poisoned());
         };
-        match log.file.write_all(bytes) {
+        let mut out = Counted {
+            file: &mut log.file,
+            written: 0,
+        };
+        let result = write(&mut out);
+        let written = out.written;
+        match result {
             Ok(()) => {
-                log.len += bytes.len() as u64;
+                log.len += written;
                 Ok(())
             }
             Err(err) => {
@@ -585,6 +612,30 @@ impl SessionWriter {
                 Err(error)
             }
         }
+    }
+}
+
+/// The open log file, counting the bytes written to it.
+struct Counted<'a> {
+    file: &'a mut File,
+    written: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let n = self.file.write_vectored(bufs)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
     }
 }
 
