@@ -512,8 +512,11 @@ pub(crate) async fn attempt(
         let Some(chunk) = chunk else {
             break;
         };
-        accumulator.push(&chunk);
-        recorder.push(now_ms(), chunk);
+        // The recorder first: at a block end it drops the block's delta
+        // strings, and the accumulator reads the chunk it kept.
+        if let Some(chunk) = recorder.push(now_ms(), chunk) {
+            accumulator.push(chunk);
+        }
         if accumulator.finished() {
             break;
         }

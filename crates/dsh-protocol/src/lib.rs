@@ -57,7 +57,7 @@ pub use id_scan::recover_id;
 pub use incoming::{Ignored, Incoming, InvalidLine, Request, classify};
 pub use outgoing::{INTERNAL_ERROR, Outgoing};
 pub use reader::LineReader;
-pub use rope::{JsonRope, SHARE_MIN, to_rope};
+pub use rope::{JsonRope, SHARE_MIN, to_rope, to_rope_sharing};
 pub use writer::FrameWriter;
 
 /// A JSON object as carried on the wire, with its key order preserved.

@@ -131,7 +131,31 @@ const IOV_MAX: usize = 1024;
 /// Serialises `value` as compact JSON into a [`JsonRope`], lone-surrogate
 /// markers written back as `\udXXX` escapes.
 pub fn to_rope<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<JsonRope> {
-    let state = Rc::new(RefCell::new(Builder::default()));
+    to_rope_sharing(value, &[]).map(|(rope, _)| rope)
+}
+
+/// [`to_rope`] that may also share the long strings `recent` holds (those
+/// an earlier call returned: a `tool/call`'s arguments are the text of the
+/// `assistant/message` before it). Returns the rope and the long strings
+/// it holds, to offer to the next call; a string of `recent` that this
+/// value does not repeat is not returned, so it is not kept alive.
+pub fn to_rope_sharing<T: Serialize + ?Sized>(
+    value: &T,
+    recent: &[Bytes],
+) -> serde_json::Result<(JsonRope, Vec<Bytes>)> {
+    let builder = Builder {
+        known: recent
+            .iter()
+            .take(KNOWN_MAX)
+            .map(|bytes| Known {
+                bytes: bytes.clone(),
+                cursor: bytes.len(),
+                used: false,
+            })
+            .collect(),
+        ..Builder::default()
+    };
+    let state = Rc::new(RefCell::new(builder));
     let mut serializer = serde_json::Serializer::with_formatter(
         RopeWriter(Rc::clone(&state)),
         RopeFormatter(Rc::clone(&state)),
@@ -149,6 +173,8 @@ struct Known {
     bytes: Bytes,
     /// Where the last string that matched it ended.
     cursor: usize,
+    /// Whether the value being serialised holds (part of) it.
+    used: bool,
 }
 
 /// The string being written matches `known[index][from..at]` so far.
@@ -251,6 +277,7 @@ impl Builder {
                 self.flush_owned();
                 let known = &mut self.known[found.index];
                 known.cursor = found.at;
+                known.used = true;
                 let slice = known.bytes.slice(found.from..found.at);
                 self.push(slice);
             }
@@ -266,6 +293,7 @@ impl Builder {
                     self.known.push(Known {
                         bytes: text.clone(),
                         cursor: text.len(),
+                        used: true,
                     });
                     self.push(text);
                 }
@@ -292,12 +320,19 @@ impl Builder {
         self.done.push(segment);
     }
 
-    fn finish(mut self) -> JsonRope {
+    fn finish(mut self) -> (JsonRope, Vec<Bytes>) {
         self.flush_owned();
-        JsonRope {
+        let rope = JsonRope {
             segments: Arc::from(self.done),
             len: self.len,
-        }
+        };
+        let held = self
+            .known
+            .into_iter()
+            .filter(|known| known.used)
+            .map(|known| known.bytes)
+            .collect();
+        (rope, held)
     }
 }
 
@@ -378,6 +413,30 @@ mod tests {
             "{held} bytes held for a {}-byte text",
             rope.len()
         );
+    }
+
+    #[test]
+    fn a_later_value_shares_the_long_strings_of_an_earlier_one() {
+        let args = format!("{{\"content\":\"{}\"}}", "q".repeat(SHARE_MIN * 2));
+        let message = json!({"content": [{"arguments": args}]});
+        let (first, recent) = to_rope_sharing(&message, &[]).unwrap_or_default();
+        assert_eq!(first.to_vec(), plain(&message));
+        assert_eq!(recent.len(), 1);
+        let call = json!({"type": "tool/call", "arguments": args});
+        let (second, recent) = to_rope_sharing(&call, &recent).unwrap_or_default();
+        assert_eq!(second.to_vec(), plain(&call));
+        let shared = first.segments().iter().any(|a| {
+            second
+                .segments()
+                .iter()
+                .any(|b| a.len() > SHARE_MIN && a.as_ptr() == b.as_ptr())
+        });
+        assert!(shared, "the arguments are not copied again");
+        assert_eq!(recent.len(), 1);
+        // A value without the string lets it go.
+        let (_, recent) =
+            to_rope_sharing(&json!({"type": "turn/end"}), &recent).unwrap_or_default();
+        assert!(recent.is_empty());
     }
 
     #[test]

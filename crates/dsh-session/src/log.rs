@@ -114,6 +114,9 @@ pub struct EventLog {
     handed: usize,
     /// Why the last write failed; `None` once a write succeeds.
     write_error: Option<StoreError>,
+    /// The long strings of the last event, offered to the next one (see
+    /// [`dsh_protocol::to_rope_sharing`]); empty after an event without.
+    recent: Vec<bytes::Bytes>,
 }
 
 /// A session whose log cannot be written at the moment (see
@@ -155,6 +158,7 @@ impl EventLog {
             unwritten: VecDeque::new(),
             handed: 0,
             write_error: None,
+            recent: Vec::new(),
         }
     }
 
@@ -251,8 +255,11 @@ impl EventLog {
             surface_op: draft.surface_op,
             ignorable: None,
         };
-        // Serialised once; the same bytes are written and notified.
-        let raw = EventBytes(dsh_protocol::to_rope(&envelope)?);
+        // Serialised once; the same bytes are written and notified. A long
+        // text the last event held is shared, not copied again.
+        let (rope, recent) = dsh_protocol::to_rope_sharing(&envelope, &self.recent)?;
+        self.recent = recent;
+        let raw = EventBytes(rope);
         self.next_seq += 1;
         self.last_time = time;
         if self.writer.is_none() {
