@@ -6,6 +6,7 @@
 //! used as is) with `x-api-key`, `anthropic-version: 2023-06-01` and
 //! `stream: true`. No session log, plugin inventory or user id is sent.
 
+mod long;
 mod serialize;
 mod stream;
 
@@ -107,6 +108,19 @@ impl Provider for DeepSeekOfficial {
         let config = Arc::clone(&self.config);
         let client = self.client.clone();
         tokio::spawn(async move {
+            // The body's bytes are made here, and the value (which may
+            // stand for long history text) is dropped before the request.
+            let bytes = match body.to_vec() {
+                Ok(bytes) => bytes,
+                Err(err) => {
+                    let failure = LlmFailure::new(
+                        LlmFailureCode::InvalidRequest,
+                        format!("{LABEL} request body could not be written: {err}"),
+                    );
+                    return fail(&out, failure);
+                }
+            };
+            drop(body);
             let mut post = client
                 .post(config.messages_url())
                 .header("user-agent", http::USER_AGENT)
@@ -115,9 +129,7 @@ impl Provider for DeepSeekOfficial {
                 .header("x-api-key", key)
                 .header("anthropic-version", "2023-06-01")
                 .header("x-deepseek-harness-session-id", &request.session_id)
-                .body(dsh_protocol::surrogates::decode(
-                    body.to_string().into_bytes(),
-                ));
+                .body(dsh_protocol::surrogates::decode(bytes));
             if request.compact {
                 post = post.header("x-deepseek-harness-compact", "1");
             }

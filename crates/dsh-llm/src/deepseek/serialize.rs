@@ -1,5 +1,6 @@
 //! History → Messages API request body (§13.3–13.4).
 
+use super::long::{Longs, RequestBody};
 use crate::LlmFailureCode;
 use crate::{LlmFailure, ModelRequest};
 use base64::Engine;
@@ -7,6 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use dsh_session::Message;
 use dsh_session::attachments::{AttachmentStore, attachment_hex};
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 /// Everything the serialiser needs besides the request.
 pub struct Target<'a> {
@@ -17,13 +19,18 @@ pub struct Target<'a> {
 }
 
 /// Builds the request body, or fails before any I/O with
-/// `UNSUPPORTED_CONTENT` / `INVALID_REQUEST`.
-pub fn body(request: &ModelRequest, target: &Target<'_>) -> Result<Value, LlmFailure> {
+/// `UNSUPPORTED_CONTENT` / `INVALID_REQUEST`. Long texts and tool inputs
+/// of the history are not copied into it (see [`super::long`]).
+pub fn body(request: &ModelRequest, target: &Target<'_>) -> Result<RequestBody, LlmFailure> {
     let route = &request.route;
+    let mut longs = Longs::new();
     let mut body = Map::new();
     body.insert("model".into(), json!(route.model));
     body.insert("stream".into(), json!(true));
-    body.insert("messages".into(), Value::Array(messages(request, target)?));
+    body.insert(
+        "messages".into(),
+        Value::Array(messages(request, target, &mut longs)?),
+    );
     body.insert("max_tokens".into(), json!(route.max_tokens()));
     if route.effort() == "off" {
         body.insert("thinking".into(), json!({"type": "disabled"}));
@@ -42,7 +49,7 @@ pub fn body(request: &ModelRequest, target: &Target<'_>) -> Result<Value, LlmFai
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    Ok(Value::Object(body))
+    Ok(longs.body(Value::Object(body)))
 }
 
 fn unsupported(kind: &str) -> LlmFailure {
@@ -53,23 +60,27 @@ fn unsupported(kind: &str) -> LlmFailure {
 }
 
 /// Same-role entries merge; tool results lead their user message.
-fn messages(request: &ModelRequest, target: &Target<'_>) -> Result<Vec<Value>, LlmFailure> {
+fn messages(
+    request: &ModelRequest,
+    target: &Target<'_>,
+    longs: &mut Longs,
+) -> Result<Vec<Value>, LlmFailure> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in &request.messages {
         // Parsed here when the history keeps it packed.
         let message = message.get();
         let (role, blocks) = match message.as_ref() {
             Message::System(_) => continue,
-            Message::User(user) => ("user", user_blocks(&user.content, target)?),
+            Message::User(user) => ("user", user_blocks(&message, &user.content, target, longs)?),
             Message::Tool(tool) => {
                 // Tool results may carry image attachments (`read_image`).
-                let content: Vec<Value> = user_blocks(&tool.content, target)?;
+                let content: Vec<Value> = user_blocks(&message, &tool.content, target, longs)?;
                 let result = json!({"type": "tool_result", "tool_use_id": tool.tool_call_id, "content": content, "is_error": tool.is_error});
                 ("user", vec![result])
             }
             Message::Assistant(assistant) => (
                 "assistant",
-                assistant_blocks(assistant, &request.route.model),
+                assistant_blocks(&message, assistant, &request.route.model, longs),
             ),
         };
         if blocks.is_empty() {
@@ -99,28 +110,15 @@ fn messages(request: &ModelRequest, target: &Target<'_>) -> Result<Vec<Value>, L
         .collect())
 }
 
-fn text_blocks(content: &[Value]) -> Result<Vec<Value>, LlmFailure> {
+/// The blocks of a user or tool message (`content` of `message`).
+fn user_blocks(
+    message: &Arc<Message>,
+    content: &[Value],
+    target: &Target<'_>,
+    longs: &mut Longs,
+) -> Result<Vec<Value>, LlmFailure> {
     let mut out = Vec::new();
-    for block in content {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                let text = block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if !text.is_empty() {
-                    out.push(json!({"type": "text", "text": text}));
-                }
-            }
-            other => return Err(unsupported(other.unwrap_or("<untyped>"))),
-        }
-    }
-    Ok(out)
-}
-
-fn user_blocks(content: &[Value], target: &Target<'_>) -> Result<Vec<Value>, LlmFailure> {
-    let mut out = Vec::new();
-    for block in content {
+    for (i, block) in content.iter().enumerate() {
         match block.get("type").and_then(Value::as_str) {
             Some("image") => {
                 let attachment = block
@@ -128,7 +126,17 @@ fn user_blocks(content: &[Value], target: &Target<'_>) -> Result<Vec<Value>, Llm
                     .ok_or_else(|| unsupported("image"))?;
                 out.extend(image_blocks(attachment, target)?);
             }
-            _ => out.extend(text_blocks(std::slice::from_ref(block))?),
+            Some("text") => {
+                let text = block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if !text.is_empty() {
+                    let text = longs.text(message, i, "text", text);
+                    out.push(json!({"type": "text", "text": text}));
+                }
+            }
+            other => return Err(unsupported(other.unwrap_or("<untyped>"))),
         }
     }
     Ok(out)
@@ -163,7 +171,15 @@ fn image_blocks(attachment: &Value, target: &Target<'_>) -> Result<Vec<Value>, L
     ])
 }
 
-fn assistant_blocks(message: &dsh_session::AssistantMessage, model: &str) -> Vec<Value> {
+/// The blocks of an assistant message (`assistant`, the content of
+/// `message`).
+fn assistant_blocks(
+    message: &Arc<Message>,
+    assistant: &dsh_session::AssistantMessage,
+    model: &str,
+    longs: &mut Longs,
+) -> Vec<Value> {
+    let (message, kept) = (assistant, message);
     let source = &message.source;
     let same_model = source.get("model").and_then(Value::as_str) == Some(model);
     let replay = source
@@ -171,12 +187,12 @@ fn assistant_blocks(message: &dsh_session::AssistantMessage, model: &str) -> Vec
         .and_then(Value::as_array);
     let mut out = Vec::new();
     for (i, block) in message.content.iter().enumerate() {
-        let text = || {
-            block
+        let mut text = || {
+            let text = block
                 .get("text")
                 .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
+                .unwrap_or_default();
+            longs.text(kept, i, "text", text)
         };
         match block.get("type").and_then(Value::as_str) {
             Some("reasoning") => {
@@ -195,10 +211,7 @@ fn assistant_blocks(message: &dsh_session::AssistantMessage, model: &str) -> Vec
                     .get("arguments")
                     .and_then(Value::as_str)
                     .unwrap_or("{}");
-                let input = match serde_json::from_str::<Value>(arguments) {
-                    Ok(Value::Object(map)) => Value::Object(map),
-                    _ => json!({}),
-                };
+                let input = longs.input(kept, i, arguments);
                 out.push(json!({"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": input}));
             }
             _ => {}
