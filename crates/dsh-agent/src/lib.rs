@@ -15,6 +15,7 @@ mod delegation;
 mod goals;
 mod history;
 mod inner;
+mod offload;
 mod plan_mode;
 mod profile;
 mod project;

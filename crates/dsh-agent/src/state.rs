@@ -173,7 +173,10 @@ impl State {
             meta: output.meta,
             error: output.error,
         };
-        let seq = self.emit(EventDraft::surfaced(data).citing(call_seq.into_iter().collect()));
+        let bytes = crate::offload::content_bytes(&message.content);
+        let seq = crate::offload::emit_sized(bytes, || {
+            self.emit(EventDraft::surfaced(data).citing(call_seq.into_iter().collect()))
+        });
         self.history.push(seq, turn, Message::Tool(message));
         goals::deliver_notice(self);
     }

@@ -3,7 +3,7 @@
 use crate::inner::Inner;
 use crate::profile::ProfileKind;
 use crate::state::State;
-use crate::{compaction, prose, tools};
+use crate::{compaction, offload, prose, tools};
 use dsh_llm::{
     Accumulator, FinishReason, LlmFailure, LlmFailureCode, ModelRequest, Settled, StreamRecorder,
 };
@@ -62,10 +62,12 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
             let (stream, settled) = attempt(inner, request.clone(), &cancel).await;
             let Some(settled) = settled else {
                 let mut state = inner.state();
-                state.event(AssistantAttempt {
-                    turn,
-                    step,
-                    stream: &stream,
+                offload::emit_sized(stream.text_bytes(), || {
+                    state.event(AssistantAttempt {
+                        turn,
+                        step,
+                        stream: &stream,
+                    })
                 });
                 state.end_step(turn, step);
                 return interrupted();
@@ -107,10 +109,12 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
             }
             let delay_ms = {
                 let mut state = inner.state();
-                state.event(AssistantAttempt {
-                    turn,
-                    step,
-                    stream: &stream,
+                offload::emit_sized(stream.text_bytes(), || {
+                    state.event(AssistantAttempt {
+                        turn,
+                        step,
+                        stream: &stream,
+                    })
                 });
                 retry += 1;
                 let Some(delay_ms) = inner.retry.delay_ms(retry, &failure) else {
@@ -155,13 +159,16 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 replay_state,
             );
             let total = usage.as_ref().map(|u| u.total_tokens);
-            let seq = state.emit(EventDraft::surfaced(AssistantMessageEvent {
-                turn,
-                step,
-                message: &message,
-                usage,
-                stream: &stream,
-            }));
+            let bytes = offload::content_bytes(&message.content) + stream.text_bytes();
+            let seq = offload::emit_sized(bytes, || {
+                state.emit(EventDraft::surfaced(AssistantMessageEvent {
+                    turn,
+                    step,
+                    message: &message,
+                    usage,
+                    stream: &stream,
+                }))
+            });
             drop(stream);
             let message = state
                 .history
@@ -197,12 +204,14 @@ pub(crate) async fn run(inner: &Inner, turn: u32, claimed: Vec<UserMessage>) -> 
                 let mut state = inner.state();
                 let mut seqs = Vec::with_capacity(end - n);
                 for (call_id, name, arguments) in &calls[n..end] {
-                    let seq = state.event(ToolCall {
-                        turn,
-                        step,
-                        call_id,
-                        name,
-                        arguments,
+                    let seq = offload::emit_sized(arguments.len(), || {
+                        state.event(ToolCall {
+                            turn,
+                            step,
+                            call_id,
+                            name,
+                            arguments,
+                        })
                     });
                     if let Some(pending) =
                         state.pending_calls.iter_mut().find(|(id, _)| id == call_id)
@@ -341,7 +350,8 @@ fn prepare_request(
     }
     let mut prompt: Option<(u64, String)> = None;
     for message in claimed {
-        let seq = state.emit(EventDraft::surfaced(&message));
+        let bytes = offload::content_bytes(&message.content);
+        let seq = offload::emit_sized(bytes, || state.emit(EventDraft::surfaced(&message)));
         if message.source_kind() == Some("user") {
             prompt = Some((seq, title_source(&message.content)));
         }

@@ -54,7 +54,10 @@ impl Runtime {
         let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
         let (tx, frames) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in BufReader::with_capacity(1 << 20, stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 // The prober's own parse of a huge frame (the attack's
                 // `assistant/message`) would count against the runtime:
                 // such frames are passed on unread.
