@@ -1,8 +1,8 @@
-//! Issue 15, rows 7, 8 and 9, through the built binary: a hostile model
-//! server on 127.0.0.1 (an endless stream, an endless error body, one huge
-//! delta) and a hostile web page end each attack at its bound with a clear
-//! error or a whole result, while another session of the same runtime
-//! keeps answering.
+//! Issue 15, rows 7, 8, 9 and 13, through the built binary: a hostile
+//! model server on 127.0.0.1 (an endless stream, an endless error body, one
+//! huge delta, one huge tool call) and a hostile web page end each attack
+//! at its bound with a clear error or a whole result, while another
+//! session of the same runtime keeps answering.
 
 mod common;
 
@@ -82,7 +82,9 @@ fn attack(rt: &mut Runtime) -> Vec<Value> {
     let mut events = Vec::new();
     let mut probed = false;
     loop {
-        let frame = rt.next();
+        // A debug build takes seconds over a frame of hundreds of MB.
+        let line = rt.next_raw_within(std::time::Duration::from_secs(120));
+        let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
         if frame.get("id") == Some(&json!("probe")) {
             assert!(
                 frame.pointer("/result").is_some(),
@@ -183,6 +185,61 @@ fn one_huge_delta_arrives_whole() {
         .unwrap_or_default();
     assert_eq!(text.len(), bytes);
     assert!(text.bytes().all(|b| b == b'x'));
+}
+
+/// A field of `/proc/<pid>/status` in bytes (`VmRSS`, `VmHWM`).
+fn status_bytes(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+#[test]
+fn a_huge_tool_call_costs_less_than_four_times_its_size() {
+    // The reply streams in, becomes an `assistant/message` that carries it
+    // three times and a `tool/call`, runs, and travels back in the next
+    // request: the runtime's growth stays under 4x the input (it was 5.8x
+    // to 7x when every place held its own copy).
+    let bytes = 70_000_000usize;
+    let server = serve(json!([
+        {"hostile": {"kind": "huge-tool-call", "name": "no_such_tool", "arguments": {"path": "big.txt"}, "field": "content", "bytes": bytes}},
+        {"text": "done"}
+    ]));
+    let env = provider_env(&server, &[]);
+    let mut rt = runtime(&env, "deepseek-official", "deepseek-v4-flash");
+    let pid = rt.child.id();
+    let before = status_bytes(pid, "VmRSS:");
+    let events = attack(&mut rt);
+    let peak = status_bytes(pid, "VmHWM:");
+    let end = events.last().cloned().unwrap_or_default();
+    assert_eq!(end["data"]["reason"]["kind"], "completed", "{end}");
+    let call = events
+        .iter()
+        .find(|e| e["type"] == "tool/call")
+        .unwrap_or_else(|| panic!("no tool/call"));
+    let arguments = call["data"]["arguments"].as_str().unwrap_or_default();
+    assert!(arguments.len() > bytes, "the whole input was called");
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool/result")
+        .unwrap_or_else(|| panic!("no tool/result"));
+    assert!(
+        result.to_string().contains("unknown tool"),
+        "the call ran: {result}"
+    );
+    let grown = peak.saturating_sub(before);
+    eprintln!(
+        "a {bytes}-byte tool call: the runtime grew by {grown} bytes ({:.2}x)",
+        grown as f64 / bytes as f64
+    );
+    assert!(
+        grown < 4 * bytes as u64,
+        "the runtime grew by {grown} bytes for a {bytes}-byte tool call ({:.1}x)",
+        grown as f64 / bytes as f64
+    );
 }
 
 #[test]

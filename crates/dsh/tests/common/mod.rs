@@ -205,9 +205,14 @@ impl Runtime {
 
     /// The next stdout line as sent, within 10 s.
     pub fn next_raw(&mut self) -> String {
+        self.next_raw_within(Duration::from_secs(10))
+    }
+
+    /// The next stdout line as sent, within `wait`.
+    pub fn next_raw_within(&mut self, wait: Duration) -> String {
         self.lines
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("no frame from dsh: {e}"))
+            .recv_timeout(wait)
+            .unwrap_or_else(|e| panic!("no frame from dsh within {wait:?}: {e}"))
     }
 
     /// The next stdout line as JSON, within 10 s.
