@@ -242,23 +242,17 @@ impl StreamRecorder {
     /// Bytes of delta text recorded (owned or kept as slices): about what
     /// the records add to an event, twice over once their blocks ended.
     pub fn text_bytes(&self) -> usize {
-        self.records
-            .iter()
-            .map(|r| match r {
-                Record::Chunk { .. } => 0,
-                Record::TextChunks(d)
-                | Record::ReasoningChunks(d)
-                | Record::ToolCallChunks { deltas: d, .. } => match &d.texts {
-                    Texts::Owned(texts) => texts.iter().map(String::len).sum(),
-                    Texts::Slices { lens, .. } => lens.iter().sum(),
-                },
-            })
-            .sum()
+        self.delta_bytes(true)
     }
 
     /// Bytes of delta text still owned (not yet dropped for a block end).
     #[cfg(test)]
     fn owned_delta_bytes(&self) -> usize {
+        self.delta_bytes(false)
+    }
+
+    /// Bytes of delta text: owned, and kept as slices too when `slices`.
+    fn delta_bytes(&self, slices: bool) -> usize {
         self.records
             .iter()
             .map(|r| match r {
@@ -267,6 +261,7 @@ impl StreamRecorder {
                 | Record::ReasoningChunks(d)
                 | Record::ToolCallChunks { deltas: d, .. } => match &d.texts {
                     Texts::Owned(texts) => texts.iter().map(String::len).sum(),
+                    Texts::Slices { lens, .. } if slices => lens.iter().sum(),
                     Texts::Slices { .. } => 0,
                 },
             })
