@@ -17,6 +17,7 @@ mod accumulate;
 mod chunk;
 mod http;
 mod limits;
+mod long;
 mod provider;
 mod record;
 mod registry;

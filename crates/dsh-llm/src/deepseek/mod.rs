@@ -6,7 +6,6 @@
 //! used as is) with `x-api-key`, `anthropic-version: 2023-06-01` and
 //! `stream: true`. No session log, plugin inventory or user id is sent.
 
-mod long;
 mod serialize;
 mod stream;
 

@@ -1,7 +1,7 @@
 //! History → Messages API request body (§13.3–13.4).
 
-use super::long::{Longs, RequestBody};
 use crate::LlmFailureCode;
+use crate::long::{Longs, RequestBody};
 use crate::{LlmFailure, ModelRequest};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -20,7 +20,7 @@ pub struct Target<'a> {
 
 /// Builds the request body, or fails before any I/O with
 /// `UNSUPPORTED_CONTENT` / `INVALID_REQUEST`. Long texts and tool inputs
-/// of the history are not copied into it (see [`super::long`]).
+/// of the history are not copied into it (see [`crate::long`]).
 pub fn body(request: &ModelRequest, target: &Target<'_>) -> Result<RequestBody, LlmFailure> {
     let route = &request.route;
     let mut longs = Longs::new();

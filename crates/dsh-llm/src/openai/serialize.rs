@@ -1,16 +1,22 @@
 //! History → chat-completions request body.
 
 use crate::LlmFailureCode;
+use crate::long::{Longs, RequestBody};
 use crate::{LlmFailure, ModelRequest};
 use dsh_session::{Message, text_of};
 use serde_json::{Map, Value, json};
 
-/// Builds the request body, or fails with `UNSUPPORTED_CONTENT`.
-pub fn body(request: &ModelRequest) -> Result<Value, LlmFailure> {
+/// Builds the request body, or fails with `UNSUPPORTED_CONTENT`. Long tool
+/// arguments of the history are not copied into it (see [`crate::long`]).
+pub fn body(request: &ModelRequest) -> Result<RequestBody, LlmFailure> {
     let route = &request.route;
+    let mut longs = Longs::new();
     let mut body = Map::new();
     body.insert("model".into(), json!(route.model));
-    body.insert("messages".into(), Value::Array(messages(request)?));
+    body.insert(
+        "messages".into(),
+        Value::Array(messages(request, &mut longs)?),
+    );
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
     body.insert("max_tokens".into(), json!(route.max_tokens()));
@@ -25,10 +31,10 @@ pub fn body(request: &ModelRequest) -> Result<Value, LlmFailure> {
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    Ok(Value::Object(body))
+    Ok(longs.body(Value::Object(body)))
 }
 
-fn messages(request: &ModelRequest) -> Result<Vec<Value>, LlmFailure> {
+fn messages(request: &ModelRequest, longs: &mut Longs) -> Result<Vec<Value>, LlmFailure> {
     let mut out = Vec::new();
     if !request.system.is_empty() {
         out.push(json!({"role": "system", "content": request.system}));
@@ -80,8 +86,15 @@ fn messages(request: &ModelRequest) -> Result<Vec<Value>, LlmFailure> {
                 let calls: Vec<Value> = assistant
                     .content
                     .iter()
-                    .filter(|b| b["type"] == "tool-call")
-                    .map(|b| json!({"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": b["arguments"]}}))
+                    .enumerate()
+                    .filter(|(_, b)| b["type"] == "tool-call")
+                    .map(|(i, b)| {
+                        let arguments = match b["arguments"].as_str() {
+                            Some(text) => longs.text(&message, i, "arguments", text),
+                            None => b["arguments"].clone(),
+                        };
+                        json!({"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": arguments}})
+                    })
                     .collect();
                 if !calls.is_empty() {
                     entry["tool_calls"] = Value::Array(calls);

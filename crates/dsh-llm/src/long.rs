@@ -1,4 +1,4 @@
-//! Long history text in a request body without copies.
+//! Long history text in a request body without copies (both providers).
 //!
 //! A request carries the whole history. Built as a `Value`, every text and
 //! tool input of it would be copied into the value and then again into the
@@ -89,8 +89,9 @@ impl Longs {
         Value::String(key)
     }
 
-    /// `text`, the string `field` of block `block` of `message`: copied
-    /// when short, a placeholder when long.
+    /// `text`, the string `field` of block `block` of `message` (`text`,
+    /// or a tool call's `arguments` sent as a string): copied when short, a
+    /// placeholder when long.
     pub fn text(
         &mut self,
         message: &Arc<Message>,
@@ -249,6 +250,21 @@ mod tests {
                 {"type": "text", "text": "hi"},
             ]},
         ]});
+        let written = longs.body(value).to_vec().unwrap_or_default();
+        assert_eq!(written, serde_json::to_vec(&copied).unwrap_or_default());
+    }
+
+    #[test]
+    fn long_arguments_sent_as_a_string_are_written_as_the_copy_would_be() {
+        // chat completions carry a call's arguments as a string.
+        let big = format!("{{\"content\": \"{}\\n\"}}", "w".repeat(LONG_BYTES));
+        let message = assistant(vec![
+            json!({"type": "tool-call", "id": "c", "name": "write", "arguments": big}),
+        ]);
+        let mut longs = Longs::new();
+        let value = json!({"function": {"arguments": longs.text(&message, 0, "arguments", &big)}});
+        assert_eq!(longs.parts.len(), 1);
+        let copied = json!({"function": {"arguments": big}});
         let written = longs.body(value).to_vec().unwrap_or_default();
         assert_eq!(written, serde_json::to_vec(&copied).unwrap_or_default());
     }
