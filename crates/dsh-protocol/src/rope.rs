@@ -153,6 +153,8 @@ pub fn to_rope_sharing<T: Serialize + ?Sized>(
                 used: false,
             })
             .collect(),
+        // What `serde_json::to_vec` starts with.
+        owned: BytesMut::with_capacity(128),
         ..Builder::default()
     };
     let state = Rc::new(RefCell::new(builder));
@@ -306,7 +308,9 @@ impl Builder {
         if self.owned.is_empty() {
             return;
         }
-        let bytes = self.owned.split().freeze();
+        // Taken whole, not split: an unshared buffer freezes without an
+        // allocation.
+        let bytes = std::mem::take(&mut self.owned).freeze();
         let bytes = if memchr(0xF4, &bytes).is_some() {
             Bytes::from(crate::surrogates::decode(bytes.to_vec()))
         } else {
@@ -388,6 +392,21 @@ mod tests {
             }
         }
         seen.iter().map(|(a, b)| b - a).sum()
+    }
+
+    #[test]
+    fn an_escaped_text_repeated_is_held_once() {
+        let text = "a line with \"quotes\",\ttabs and \u{e9}\n".repeat(8_000);
+        let (a, b) = text.split_at(text.len() / 3);
+        let event = json!({"content": text, "texts": [a, b], "block": {"text": text}});
+        let rope = to_rope(&event).unwrap_or_default();
+        assert_eq!(rope.to_vec(), plain(&event));
+        let held = distinct_bytes(&rope);
+        assert!(
+            held < rope.len() / 2,
+            "{held} bytes held for {}",
+            rope.len()
+        );
     }
 
     #[test]
