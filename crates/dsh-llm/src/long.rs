@@ -11,6 +11,7 @@
 //! of parsing it into a `Value` and writing that, but for an object with a
 //! repeated key, which keeps every occurrence.
 
+use crate::{LlmFailure, LlmFailureCode};
 use dsh_session::Message;
 use serde::de::IgnoredAny;
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -149,8 +150,22 @@ pub struct RequestBody {
 }
 
 impl RequestBody {
+    /// The body as sent (lone surrogates as `\udXXX` escapes), its value
+    /// dropped once written; a body that cannot be written (a long tool
+    /// input that no longer parses) is an `INVALID_REQUEST` failure of
+    /// `label`'s request.
+    pub fn into_bytes(self, label: &str) -> Result<Vec<u8>, LlmFailure> {
+        match self.to_vec() {
+            Ok(bytes) => Ok(dsh_protocol::surrogates::decode(bytes)),
+            Err(err) => Err(LlmFailure::new(
+                LlmFailureCode::InvalidRequest,
+                format!("{label} request body could not be written: {err}"),
+            )),
+        }
+    }
+
     /// The body's JSON bytes (lone-surrogate markers still in place).
-    pub fn to_vec(&self) -> serde_json::Result<Vec<u8>> {
+    fn to_vec(&self) -> serde_json::Result<Vec<u8>> {
         if self.parts.is_empty() {
             return serde_json::to_vec(&self.value);
         }

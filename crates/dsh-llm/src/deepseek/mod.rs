@@ -107,19 +107,12 @@ impl Provider for DeepSeekOfficial {
         let config = Arc::clone(&self.config);
         let client = self.client.clone();
         tokio::spawn(async move {
-            // The body's bytes are made here, and the value (which may
-            // stand for long history text) is dropped before the request.
-            let bytes = match body.to_vec() {
+            // The bytes are made here; the value (which may stand for long
+            // history text) is gone before the request is sent.
+            let bytes = match body.into_bytes(LABEL) {
                 Ok(bytes) => bytes,
-                Err(err) => {
-                    let failure = LlmFailure::new(
-                        LlmFailureCode::InvalidRequest,
-                        format!("{LABEL} request body could not be written: {err}"),
-                    );
-                    return fail(&out, failure);
-                }
+                Err(failure) => return fail(&out, failure),
             };
-            drop(body);
             let mut post = client
                 .post(config.messages_url())
                 .header("user-agent", http::USER_AGENT)
@@ -128,7 +121,7 @@ impl Provider for DeepSeekOfficial {
                 .header("x-api-key", key)
                 .header("anthropic-version", "2023-06-01")
                 .header("x-deepseek-harness-session-id", &request.session_id)
-                .body(dsh_protocol::surrogates::decode(bytes));
+                .body(bytes);
             if request.compact {
                 post = post.header("x-deepseek-harness-compact", "1");
             }

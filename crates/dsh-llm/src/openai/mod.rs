@@ -72,25 +72,18 @@ impl Provider for OpenAiCompatible {
         let config = Arc::clone(&self.config);
         let client = self.client.clone();
         tokio::spawn(async move {
-            // The body's bytes are made here, and the value (which may
-            // stand for long history text) is dropped before the request.
-            let bytes = match body.to_vec() {
+            // The bytes are made here; the value (which may stand for long
+            // history text) is gone before the request is sent.
+            let bytes = match body.into_bytes(LABEL) {
                 Ok(bytes) => bytes,
-                Err(err) => {
-                    let failure = LlmFailure::new(
-                        LlmFailureCode::InvalidRequest,
-                        format!("{LABEL} request body could not be written: {err}"),
-                    );
-                    return fail(&out, failure);
-                }
+                Err(failure) => return fail(&out, failure),
             };
-            drop(body);
             let mut post = client
                 .post(format!("{}/chat/completions", config.base_url))
                 .header("user-agent", http::USER_AGENT)
                 .header("content-type", "application/json")
                 .header("accept", "text/event-stream")
-                .body(dsh_protocol::surrogates::decode(bytes));
+                .body(bytes);
             if let Some(key) = config
                 .api_key
                 .as_deref()

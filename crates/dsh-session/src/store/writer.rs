@@ -346,12 +346,7 @@ impl SessionWriter {
     /// that a huge event is never copied whole; anything else is buffered as
     /// by [`append`](Self::append).
     pub fn append_rope(&mut self, event: &JsonRope) -> Result<(), StoreError> {
-        if matches!(self.sink, Sink::Poisoned { .. }) {
-            return Err(self.poisoned());
-        }
-        if event.is_empty() || event.contains(b'\n') {
-            return Err(self.invalid(event.is_empty()));
-        }
+        self.check_line(event.is_empty(), event.contains(b'\n'))?;
         let direct = event.len() >= DIRECT_BYTES
             && self.buffered == 0
             && self.buf.is_empty()
@@ -374,29 +369,31 @@ impl SessionWriter {
 
     /// [`append`](Self::append) for a line given as UTF-8 bytes.
     pub fn append_bytes(&mut self, line: &[u8]) -> Result<(), StoreError> {
-        self.buffer(line, true)
-    }
-
-    /// Checks one event line (without its `\n`) and buffers it, turning
-    /// lone-surrogate markers back into escapes when `decode` (lines given
-    /// already escaped are copied as they are: decoding twice would alter a
-    /// literal U+10FFFF).
-    fn buffer(&mut self, line: &[u8], decode: bool) -> Result<(), StoreError> {
-        if matches!(self.sink, Sink::Poisoned { .. }) {
-            return Err(self.poisoned());
-        }
-        if line.is_empty() || memchr::memchr(b'\n', line).is_some() {
-            return Err(self.invalid(line.is_empty()));
-        }
+        self.check_line(line.is_empty(), memchr::memchr(b'\n', line).is_some())?;
         self.buf.reserve(line.len() + 1);
-        if decode {
-            dsh_protocol::surrogates::decode_into(&mut self.buf, line);
-        } else {
-            self.buf.extend_from_slice(line);
-        }
+        dsh_protocol::surrogates::decode_into(&mut self.buf, line);
         self.buf.push(b'\n');
         self.buffered += 1;
         Ok(())
+    }
+
+    /// Refuses a line while the writer is poisoned, and an event line that
+    /// is `empty` or holds a line break.
+    fn check_line(&self, empty: bool, line_break: bool) -> Result<(), StoreError> {
+        if matches!(self.sink, Sink::Poisoned { .. }) {
+            return Err(self.poisoned());
+        }
+        if !(empty || line_break) {
+            return Ok(());
+        }
+        Err(StoreError::InvalidEvent {
+            id: self.location.id.clone(),
+            reason: if empty {
+                "empty line".to_owned()
+            } else {
+                "a line break inside the event".to_owned()
+            },
+        })
     }
 
     /// Buffers one already-serialised event (see [`append`](Self::append)).
@@ -450,18 +447,6 @@ impl SessionWriter {
             self.buffered = 0;
         }
         result
-    }
-
-    /// The error for an event line that is empty or holds a line break.
-    fn invalid(&self, empty: bool) -> StoreError {
-        StoreError::InvalidEvent {
-            id: self.location.id.clone(),
-            reason: if empty {
-                "empty line".to_owned()
-            } else {
-                "a line break inside the event".to_owned()
-            },
-        }
     }
 
     fn poisoned(&self) -> StoreError {
