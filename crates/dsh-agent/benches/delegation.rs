@@ -154,7 +154,7 @@ fn parent(model: &str, clock: &Arc<Clock>, workspace: PathBuf) -> Agent {
         workspace: workspace.clone(),
         log: EventLog::new(id, Some(clock.clone() as Arc<dyn EventObserver>)),
         tools: Arc::new(dsh_tools::sdk_tools(dsh_tools::ToolsConfig::new(workspace))),
-        host: Some(Arc::new(Host(Arc::clone(clock)))),
+        sessions: Some(Arc::new(Host(Arc::clone(clock)))),
         lineage: Lineage::default(),
     };
     Agent::create(config, Start::New)

@@ -69,7 +69,7 @@ fn new_agent(observer: &Arc<CountingObserver>, store: Option<&SessionStore>) -> 
         tools: Arc::new(dsh_tools::sdk_tools(dsh_tools::ToolsConfig::new(
             std::env::temp_dir(),
         ))),
-        host: None,
+        sessions: None,
         lineage: dsh_agent::Lineage::default(),
     };
     Agent::create(config, Start::New)

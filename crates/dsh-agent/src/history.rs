@@ -3,7 +3,7 @@
 //! the provider reported — what compaction needs to pick a span and to
 //! cite it, and what resume rebuilds from the log.
 
-use crate::compaction::estimate;
+use crate::estimate;
 use dsh_protocol::message::{COMPACT_CHECKPOINT, KeptMessage, Role};
 use dsh_session::Message;
 use dsh_session::store::HistoryEntry;

@@ -8,6 +8,7 @@
 //! answer: `Error: exit_plan_mode is only available in plan mode` (an
 //! error result without a code), after the schema check.
 
+use crate::core::{AgentTool, HookFuture, ToolCall, ToolOutcome};
 use crate::tool_args::{Kind, Property, check};
 use dsh_protocol::catalog::ToolSpec;
 use dsh_tools::ToolOutput;
@@ -20,7 +21,7 @@ const DESCRIPTION: &str = "Leave plan mode by presenting your plan for the user'
 const PLAN: &str = "The plan, as concise markdown steps.";
 
 /// The tool's name.
-pub(crate) const EXIT_PLAN_MODE: &str = "exit_plan_mode";
+const EXIT_PLAN_MODE: &str = "exit_plan_mode";
 
 const PARAMETERS: &[Property] = &[Property {
     name: "plan",
@@ -28,8 +29,21 @@ const PARAMETERS: &[Property] = &[Property {
     required: true,
 }];
 
+/// The `exit_plan_mode` tool.
+pub(crate) struct PlanModeTool;
+
+impl AgentTool for PlanModeTool {
+    fn specs(&self) -> Vec<ToolSpec> {
+        vec![spec()]
+    }
+
+    fn call<'a>(&'a self, call: ToolCall<'a>) -> HookFuture<'a, ToolOutcome> {
+        Box::pin(std::future::ready(exit_plan_mode(call.arguments).into()))
+    }
+}
+
 /// The tool spec.
-pub(crate) fn spec() -> ToolSpec {
+fn spec() -> ToolSpec {
     ToolSpec {
         name: EXIT_PLAN_MODE.into(),
         description: DESCRIPTION.into(),
@@ -42,7 +56,7 @@ pub(crate) fn spec() -> ToolSpec {
 }
 
 /// `exit_plan_mode {plan}`: refused, the session not being in plan mode.
-pub(crate) fn exit_plan_mode(arguments: &str) -> ToolOutput {
+fn exit_plan_mode(arguments: &str) -> ToolOutput {
     match check(arguments, PARAMETERS) {
         Ok(_) => ToolOutput::failure("Error: exit_plan_mode is only available in plan mode"),
         Err(invalid) => invalid.into(),

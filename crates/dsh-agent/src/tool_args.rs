@@ -40,22 +40,28 @@ pub(crate) struct Property {
     pub required: bool,
 }
 
+/// A call's argument text, `{}` when it is empty or blank (a model may
+/// send nothing for a call without arguments).
+pub(crate) fn or_empty_object(arguments: &str) -> &str {
+    if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    }
+}
+
 /// The arguments of a call as an object whose properties have their
 /// schema types (an empty text is `{}`).
 pub(crate) fn check(
     arguments: &str,
     properties: &[Property],
 ) -> Result<Map<String, Value>, InvalidArgs> {
-    let object = if arguments.trim().is_empty() {
-        Map::new()
-    } else {
-        match serde_json::from_str::<Value>(arguments) {
-            Ok(Value::Object(object)) => object,
-            _ => {
-                return Err(InvalidArgs(
-                    "the arguments must be a JSON object".to_owned(),
-                ));
-            }
+    let object = match serde_json::from_str::<Value>(or_empty_object(arguments)) {
+        Ok(Value::Object(object)) => object,
+        _ => {
+            return Err(InvalidArgs(
+                "the arguments must be a JSON object".to_owned(),
+            ));
         }
     };
     let mut problems: Vec<String> = properties

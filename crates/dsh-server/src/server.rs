@@ -121,7 +121,7 @@ impl Server {
             workspace,
             log,
             tools: Arc::clone(&self.inner.config.tools),
-            host: Some(Arc::new(ChildHost(Arc::downgrade(&self.inner)))),
+            sessions: Some(Arc::new(ChildHost(Arc::downgrade(&self.inner)))),
             lineage: Lineage::default(),
         }
     }

@@ -11,33 +11,21 @@
 //! shadowed message: resume replays the replacement, so the history after a
 //! crash is the compacted one.
 
-pub(crate) mod estimate;
 mod plan;
 mod prose;
 
-pub(crate) use estimate::text as text_tokens;
-pub(crate) use plan::Budget;
-
+use crate::core::{AgentState, Core, Feature, HookFuture};
+use crate::estimate;
 use crate::history::Entry;
-use crate::inner::Inner;
-use crate::turn;
 use dsh_llm::{ModelRequest, Route, Settled};
 use dsh_protocol::catalog::{
-    CompactionEnd, CompactionStart, CompactionSummary, EventDraft, HeaderReason, SeqRange,
-    TurnEndReason,
+    CompactionEnd, CompactionStart, CompactionSummary, EventDraft, SeqRange, TurnEndReason,
 };
 use dsh_protocol::message::{KeptMessage, Role};
 use dsh_session::{Message, ToolMessage, UserMessage, new_message_id, text_block};
 use dsh_tools::CancellationToken;
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-/// `source.kind` of the runtime-context snapshot.
-const RUNTIME_CONTEXT: &str = "runtime-context";
-/// `source.kind` of project instructions.
-const INSTRUCTIONS: &str = "agent-instructions";
-/// `source.kind` of a skill catalog.
-const SKILL_CATALOG: &str = "skill-catalog";
 
 /// Compactions at most before one step (the second condenses what the
 /// first left when the pressure is still too high).
@@ -61,11 +49,41 @@ enum Pass {
     Stopped(TurnEndReason),
 }
 
+/// The compaction feature (stateless: an agent's budget follows from its
+/// context window and route).
+pub(crate) struct Compaction;
+
+impl Feature for Compaction {
+    fn before_step<'a>(
+        &'a self,
+        core: &'a Core,
+        turn: u32,
+        pending: &'a [UserMessage],
+        cancel: &'a CancellationToken,
+    ) -> HookFuture<'a, Option<TurnEndReason>> {
+        Box::pin(before_step(core, turn, pending, cancel))
+    }
+
+    fn window_exceeded<'a>(
+        &'a self,
+        core: &'a Core,
+        turn: u32,
+        cancel: &'a CancellationToken,
+    ) -> HookFuture<'a, Result<bool, TurnEndReason>> {
+        Box::pin(recover(core, turn, cancel))
+    }
+}
+
+/// The budget of `core`'s requests.
+fn budget(core: &Core) -> plan::Budget {
+    plan::Budget::new(core.context_window, core.route.max_tokens())
+}
+
 /// Compacts before a step of `turn` while the pressure of its request —
 /// the history plus the `pending` messages the step will add — is above
 /// the threshold. `Some(reason)` when the turn must end.
-pub(crate) async fn before_step(
-    inner: &Inner,
+async fn before_step(
+    core: &Core,
     turn: u32,
     pending: &[UserMessage],
     cancel: &CancellationToken,
@@ -73,14 +91,14 @@ pub(crate) async fn before_step(
     let pending: u64 = pending.iter().map(|m| estimate::content(&m.content)).sum();
     for _ in 0..MAX_PASSES {
         let end = {
-            let state = inner.state();
-            let entries = state.history.entries();
-            if plan::pressure(entries, pending, inner.fixed_tokens) <= inner.budget.threshold {
+            let state = core.state();
+            let entries = state.history().entries();
+            if plan::pressure(entries, pending, core.fixed_tokens) <= budget(core).threshold {
                 return None;
             }
-            plan::span(entries, pending, inner.budget.retain)?
+            plan::span(entries, pending, budget(core).retain)?
         };
-        match pass(inner, turn, end, cancel).await {
+        match pass(core, turn, end, cancel).await {
             Pass::Compacted => {}
             Pass::Failed => return None,
             Pass::Stopped(reason) => return Some(reason),
@@ -92,19 +110,19 @@ pub(crate) async fn before_step(
 /// After a `CONTEXT_WINDOW_EXCEEDED` reply: one compaction whatever the
 /// pressure. `Ok(true)` when the history changed (the attempt is worth
 /// making again), `Err(reason)` when the turn must end.
-pub(crate) async fn recover(
-    inner: &Inner,
+async fn recover(
+    core: &Core,
     turn: u32,
     cancel: &CancellationToken,
 ) -> Result<bool, TurnEndReason> {
     let end = {
-        let state = inner.state();
-        plan::span(state.history.entries(), 0, inner.budget.retain)
+        let state = core.state();
+        plan::span(state.history().entries(), 0, budget(core).retain)
     };
     let Some(end) = end else {
         return Ok(false);
     };
-    match pass(inner, turn, end, cancel).await {
+    match pass(core, turn, end, cancel).await {
         Pass::Compacted => Ok(true),
         Pass::Failed => Ok(false),
         Pass::Stopped(reason) => Err(reason),
@@ -113,14 +131,13 @@ pub(crate) async fn recover(
 
 /// Condenses the history entries `..end` (shortened to what a summary call
 /// can carry).
-async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) -> Pass {
+async fn pass(core: &Core, turn: u32, end: usize, cancel: &CancellationToken) -> Pass {
     let id = new_message_id();
     let (request, start_seq, seqs, shadowed_tokens) = {
-        let mut state = inner.state();
-        let entries = state.history.entries();
-        let limit = inner
-            .budget
-            .summary_input(inner.fixed_tokens)
+        let mut state = core.state();
+        let entries = state.history().entries();
+        let limit = budget(core)
+            .summary_input(core.fixed_tokens)
             .saturating_sub(estimate::text(prose::INSTRUCTION.len()));
         // The span as the call carries it, cut once and measured so.
         let mut messages: Vec<KeptMessage> =
@@ -146,40 +163,40 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
             turn,
         });
         // Barrier before the summary call.
-        state.log.flush();
-        if let Some(reason) = turn::log_failure(&state) {
+        state.flush();
+        if let Some(reason) = state.log_failure() {
             return Pass::Stopped(reason);
         }
         let request = ModelRequest {
-            session_id: inner.id.clone(),
+            session_id: core.id.clone(),
             route: Route {
-                max_tokens: Some(inner.budget.summary_max_tokens),
-                ..inner.route.clone()
+                max_tokens: Some(budget(core).summary_max_tokens),
+                ..core.route.clone()
             },
-            system: inner.system_prompt.clone(),
+            system: core.system_prompt.clone(),
             messages,
-            tools: Arc::clone(&inner.specs),
+            tools: Arc::clone(core.roster.specs()),
             compact: true,
         };
         (request, start_seq, seqs, shadowed_tokens)
     };
-    let (_, settled) = turn::attempt(inner, request, cancel).await;
-    let mut state = inner.state();
-    let end_with = |state: &mut crate::state::State, error: Option<&str>| {
+    let (_, settled) = crate::core::attempt(core, request, cancel).await;
+    let mut state = core.state();
+    let end_with = |state: &mut AgentState, error: Option<&str>| {
         state.event(CompactionEnd {
             compaction_id: id.as_str(),
             turn,
             error,
         });
-        state.log.flush();
+        state.flush();
     };
     let (content, usage) = match settled {
         None => {
             end_with(&mut state, Some("interrupted"));
-            return Pass::Stopped(turn::interrupted());
+            return Pass::Stopped(crate::core::interrupted());
         }
         Some(Settled::Failed(failure)) => {
-            tracing::warn!(session = %inner.id, "compaction failed: {}", failure.message);
+            tracing::warn!(session = %core.id, "compaction failed: {}", failure.message);
             end_with(&mut state, Some(&failure.message));
             return Pass::Failed;
         }
@@ -193,7 +210,7 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
         .map(text_block)
         .collect();
     let unchanged = state
-        .history
+        .history()
         .entries()
         .iter()
         .map(|e| e.seq)
@@ -235,34 +252,22 @@ async fn pass(inner: &Inner, turn: u32, end: usize, cancel: &CancellationToken) 
         },
         shadowed_seqs: seqs.clone(),
         shadowed_token_count: shadowed_tokens,
-        provider: inner.route.provider.as_str(),
-        model: inner.route.model.as_str(),
-        max_tokens: Some(inner.budget.summary_max_tokens),
+        provider: core.route.provider.as_str(),
+        model: core.route.model.as_str(),
+        max_tokens: Some(budget(core).summary_max_tokens),
         usage,
     });
     let checkpoint = UserMessage::compact_checkpoint(blocks, &id);
     let mut cited = vec![start_seq, summary_seq];
     cited.extend(&seqs);
     let seq = state.emit(EventDraft::replacing(&checkpoint, first, last).citing(cited));
-    // The open turn's messages (a fork's boundary) move with the history.
-    state.turn_history_start = state.turn_history_start.saturating_sub(seqs.len()) + 1;
-    state.history.replace(
-        0..seqs.len(),
+    // The open turn's start moves with the history; the next request
+    // starts a new series and context the checkpoint shadowed is sent
+    // again.
+    state.replace_history(
+        seqs.len(),
         Entry::new(seq, turn, None, Message::User(checkpoint).into()),
     );
-    // The next request starts a new series (its history was rewritten),
-    // and context the checkpoint shadowed is sent again.
-    if state.header_reason.is_none() {
-        state.header_reason = Some(HeaderReason::Series);
-    }
-    if !state.history.holds_source(RUNTIME_CONTEXT) {
-        state.runtime_context = None;
-    }
-    if !state.history.holds_source(INSTRUCTIONS) || !state.history.holds_source(SKILL_CATALOG) {
-        // What the model still sees of the project's instructions and
-        // skills; the rest is sent again.
-        state.project = crate::project::Tracker::restored(&state.history.messages());
-    }
     end_with(&mut state, None);
     Pass::Compacted
 }

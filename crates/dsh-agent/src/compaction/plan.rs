@@ -129,8 +129,8 @@ pub fn fit(entries: &[Entry], sizes: &[u64], limit: u64) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::estimate;
     use super::*;
+    use crate::estimate;
     use dsh_protocol::message::KeptMessage;
     use dsh_session::{Message, UserMessage, text_block};
 

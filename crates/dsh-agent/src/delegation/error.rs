@@ -70,12 +70,7 @@ impl From<DelegationError> for ToolOutput {
 pub(crate) fn parse<T: for<'de> serde::Deserialize<'de>>(
     arguments: &str,
 ) -> Result<T, DelegationError> {
-    let arguments = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    serde_json::from_str(arguments).map_err(|err| {
+    serde_json::from_str(crate::tool_args::or_empty_object(arguments)).map_err(|err| {
         let text = err.to_string();
         DelegationError::InvalidArgs(if text.contains("unknown variant") {
             "\"scope\" must be one of [\"children\",\"descendants\"]".to_owned()

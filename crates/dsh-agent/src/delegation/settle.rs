@@ -2,10 +2,8 @@
 //! a `subagent-settled` notice (a new turn if idle, the next step if
 //! running) and the client `subagent.finished` once the parent claims it.
 
-use super::ChildReport;
-use crate::inner::Inner;
-use crate::prose;
-use crate::state::Delivery;
+use super::prose;
+use crate::core::{ChildNews, Core, Delivery};
 use dsh_protocol::message::{KeptMessage, Role};
 use dsh_protocol::notifications::{SubagentFinishedParams, SubagentStopReason};
 use dsh_session::{Message, TreeNotice, UserMessage, text_block};
@@ -14,24 +12,24 @@ use serde_json::Value;
 /// Source kind of the notice.
 const SETTLED: &str = "subagent-settled";
 
-/// Tells the parent of `inner` (if it has one, still open) that `inner`
+/// Tells the parent of `core` (if it has one, still open) that `core`
 /// settled. Called by the child's loop after it went idle, with no lock
 /// held.
-pub(crate) fn settled(inner: &Inner) {
-    let Some(link) = &inner.lineage.parent else {
+pub(crate) fn settled(core: &Core) {
+    let Some(link) = &core.lineage.parent else {
         return;
     };
-    let Some(parent) = link.inner.upgrade() else {
+    let Some(parent) = link.core.upgrade() else {
         return;
     };
     let (reason, last) = {
-        let state = inner.state();
-        if state.running || state.disposed {
+        let state = core.state();
+        if state.is_running() || state.is_disposed() {
             return;
         }
         (
-            state.last_end.clone(),
-            last_assistant_text(&state.history.messages()),
+            state.last_end().cloned(),
+            last_assistant_text(&state.history().messages()),
         )
     };
     let Some(reason) = reason else {
@@ -44,8 +42,8 @@ pub(crate) fn settled(inner: &Inner) {
         SubagentStopReason::Completed | SubagentStopReason::MaxTokens => last,
         _ => Vec::new(),
     };
-    let status = stop.status(inner.profile.max_tokens_as_success);
-    let summary = prose::subagent_settled_summary(&inner.id, stop);
+    let status = stop.status(core.profile.max_tokens_as_success);
+    let summary = prose::subagent_settled_summary(&core.id, stop);
     let closing: String = last
         .iter()
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
@@ -54,32 +52,26 @@ pub(crate) fn settled(inner: &Inner) {
         .join("\n");
     let finished = SubagentFinishedParams {
         provider: link.provider,
-        agent_id: inner.id.clone(),
+        agent_id: core.id.clone(),
         parent_session_id: link.id.clone(),
-        child_session_id: inner.id.clone(),
+        child_session_id: core.id.clone(),
         status,
         stop_reason: stop,
         last_assistant_message: (!last.is_empty()).then_some(last),
     };
-    if let Some(report) = link.report.as_ref().filter(|r| !r.tx.is_closed()) {
+    let news = ChildNews {
+        finished: Box::new(finished),
+        closing,
+    };
+    let ChildNews { finished, closing } = match &link.sink {
         // A workflow's child: the run hears of it, the parent's model
-        // does not (the client still gets `subagent.finished`).
-        parent
-            .state()
-            .log
-            .announce(TreeNotice::Finished(Box::new(finished)));
-        let structured = report
-            .structured
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        let _ = report.tx.send(ChildReport {
-            stop,
-            text: closing,
-            structured,
-        });
-        return;
-    }
+        // does not (unless the run no longer listens).
+        Some(sink) => match sink.settled(&parent, core, news) {
+            Ok(()) => return,
+            Err(news) => news,
+        },
+        None => news,
+    };
     // As the official notice: the summary, then either a label and the
     // child's closing text, or a note that it left none.
     let content = if closing.is_empty() {
@@ -94,11 +86,11 @@ pub(crate) fn settled(inner: &Inner) {
             text_block(closing),
         ]
     };
-    let notice = UserMessage::inbox_notice(SETTLED, content, &summary, Some(&inner.id));
+    let notice = UserMessage::inbox_notice(SETTLED, content, &summary, Some(&core.id));
     parent.deliver(
         notice,
         Delivery::Notice,
-        Some(TreeNotice::Finished(Box::new(finished))),
+        Some(TreeNotice::Finished(finished)),
     );
 }
 

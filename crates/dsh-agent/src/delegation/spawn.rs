@@ -1,14 +1,12 @@
 //! `subagent` and `subagent_fork`: start a child agent in the background.
 
 use super::error::{DelegationError, parse};
-use super::{Child, Lineage, MAX_ACTIVE_CHILDREN, MAX_DEPTH, ParentLink, Report};
-use crate::agent::{Agent, AgentConfig, Seed, Start};
-use crate::inner::Inner;
-use crate::prose;
-use dsh_llm::Route;
-use dsh_protocol::catalog::{
-    SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider, WorkingDirectoryChange,
+use super::{MAX_ACTIVE_CHILDREN, prose};
+use crate::core::{
+    AgentConfig, AgentTool, Child, ChildSink, ChildSpec, Core, Lineage, ParentLink, Seed, Start,
 };
+use dsh_llm::Route;
+use dsh_protocol::catalog::{SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider};
 use dsh_protocol::notifications::SubagentStartedParams;
 use dsh_session::store::{SessionHeader, SessionLocation, SessionReader};
 use dsh_session::{EventLog, TreeNotice, now_ms, text_block};
@@ -27,21 +25,17 @@ struct Args {
     cwd: Option<String>,
 }
 
-/// Starts a child of `inner` for the call's task and returns at once with
+/// Starts a child of `core` for the call's task and returns at once with
 /// its id; the child's news arrives later as a notice.
-pub(crate) async fn spawn(
-    inner: &Inner,
-    arguments: &str,
-    provider: SubagentProvider,
-) -> ToolOutput {
-    match start(inner, arguments, provider).await {
+pub(crate) async fn spawn(core: &Core, arguments: &str, provider: SubagentProvider) -> ToolOutput {
+    match start(core, arguments, provider).await {
         Ok(id) => ToolOutput::text(format!("started subagent {id}")),
         Err(refusal) => refusal.into(),
     }
 }
 
 async fn start(
-    inner: &Inner,
+    core: &Core,
     arguments: &str,
     provider: SubagentProvider,
 ) -> Result<String, DelegationError> {
@@ -54,23 +48,24 @@ async fn start(
     let cwd = match args.cwd.as_deref().filter(|c| !c.is_empty()) {
         None => None,
         Some(dir) => {
-            let here = inner.state().effective_cwd(&inner.workspace);
+            let here = core.state().effective_cwd(&core.workspace);
             Some(resolve_dir(&here, dir)?)
         }
     };
     let task = vec![
         text_block(args.prompt),
-        text_block(prose::parent_instructions(&inner.id)),
+        text_block(prose::parent_instructions(&core.id)),
     ];
     create_child(
-        inner,
+        core,
         ChildPlan {
             provider,
             label: args.description,
             task,
             cwd,
             model: None,
-            report: None,
+            sink: None,
+            tools: Vec::new(),
         },
     )
     .await
@@ -89,59 +84,42 @@ pub(crate) struct ChildPlan {
     pub cwd: Option<PathBuf>,
     /// A model other than the parent's (same provider).
     pub model: Option<String>,
-    /// Where it reports when it settles, instead of a notice to the
+    /// Where its news goes when it settles, instead of a notice to the
     /// parent (a workflow's children).
-    pub report: Option<Report>,
+    pub sink: Option<Arc<dyn ChildSink>>,
+    /// Tools of this child only (a workflow child's `structured_output`).
+    pub tools: Vec<Arc<dyn AgentTool>>,
 }
 
-/// Creates a child of `inner` as `plan` says, registers it with the host
+/// Creates a child of `core` as `plan` says, registers it with the host
 /// and gives it its task; returns its id.
-pub(crate) async fn create_child(
-    inner: &Inner,
-    plan: ChildPlan,
-) -> Result<String, DelegationError> {
+pub(crate) async fn create_child(core: &Core, plan: ChildPlan) -> Result<String, DelegationError> {
     let ChildPlan {
         provider,
         label,
         task,
         cwd,
         model,
-        report,
+        sink,
+        tools,
     } = plan;
-    let Some(host) = inner.sessions.clone() else {
-        return Err(DelegationError::NoHost);
-    };
-    if inner.lineage.depth >= MAX_DEPTH {
-        return Err(DelegationError::TooDeep {
-            depth: inner.lineage.depth + 1,
-            max: MAX_DEPTH,
-        });
-    }
-    let active = inner
-        .children()
+    let host = super::host(core)?;
+    // The children are copied out before their states are taken (the
+    // lock order of `Core`).
+    let active = core
+        .child_agents()
         .iter()
-        .filter(|c| c.agent.inner().is_running())
+        .filter(|child| child.core().is_running())
         .count();
     if active >= MAX_ACTIVE_CHILDREN {
         return Err(DelegationError::TooMany(MAX_ACTIVE_CHILDREN));
     }
     let (cwd, seed) = {
-        let mut state = inner.state();
-        let cwd = cwd.unwrap_or_else(|| state.effective_cwd(&inner.workspace));
-        let seed = match (provider, state.completed, state.log.location()) {
-            (SubagentProvider::Fork, Some((through, turn)), Some(location)) => Some((
-                location.clone(),
-                through,
-                Seed {
-                    events: Vec::new(),
-                    history: state.history.prefix(state.turn_history_start),
-                    turn,
-                    system_prompt: state.system_prompt.clone(),
-                    runtime_context: state.runtime_context.clone(),
-                    titled: state.titled,
-                },
-            )),
-            _ => None,
+        let mut state = core.state();
+        let cwd = cwd.unwrap_or_else(|| state.effective_cwd(&core.workspace));
+        let seed = match provider {
+            SubagentProvider::Fork => state.fork_point(),
+            SubagentProvider::Spawn => None,
         };
         (cwd, seed)
     };
@@ -159,9 +137,9 @@ pub(crate) async fn create_child(
     let mut header = SessionHeader::subagent_child(
         id.clone(),
         created_at,
-        Some(inner.workspace.to_string_lossy().into_owned()),
-        inner.id.clone(),
-        inner.lineage.depth + 1,
+        Some(core.workspace.to_string_lossy().into_owned()),
+        core.id.clone(),
+        core.lineage.depth + 1,
     );
     header.is_seeded = seed.is_some();
     let log: EventLog = host
@@ -172,13 +150,13 @@ pub(crate) async fn create_child(
     // (as the official runtime starts it).
     let route = match model {
         None => Route {
-            reasoning_effort: Some(inner.route.effort().to_owned()),
-            ..inner.route.clone()
+            reasoning_effort: Some(core.route.effort().to_owned()),
+            ..core.route.clone()
         },
         Some(model) => Route {
             model,
             reasoning_effort: None,
-            ..inner.route.clone()
+            ..core.route.clone()
         },
     };
     let descriptor = SubagentDescriptor {
@@ -190,63 +168,53 @@ pub(crate) async fn create_child(
         agent_model: route.model.clone(),
         agent_reasoning_effort: route.reasoning_effort.clone(),
     };
-    let mut link = ParentLink::of(inner, provider, &label);
-    link.report = report;
+    let mut link = ParentLink::of(core, provider, &label);
+    link.sink = sink;
     let config = AgentConfig {
         session_id: id.clone(),
-        profile: Arc::new(inner.profile.for_child()),
+        profile: Arc::new(core.profile.for_child()),
         route,
-        provider: Arc::clone(&inner.provider),
-        retry: inner.retry.clone(),
-        workspace: inner.workspace.clone(),
+        provider: Arc::clone(&core.provider),
+        retry: core.retry.clone(),
+        workspace: core.workspace.clone(),
         log,
-        tools: Arc::clone(&inner.tools),
-        host: Some(Arc::clone(&host)),
+        tools: Arc::clone(core.roster.library()),
+        sessions: Some(Arc::clone(&host)),
         lineage: Lineage {
-            depth: inner.lineage.depth + 1,
+            depth: core.lineage.depth + 1,
             parent: Some(link),
         },
     };
-    let child = Arc::new(Agent::create(
+    let child = core.spawner.spawn(ChildSpec {
         config,
-        Start::Child {
+        start: Start::Child {
             descriptor: Box::new(descriptor),
             seed,
         },
-    ));
-    {
-        let mut state = child.inner().state();
-        if cwd != inner.workspace {
-            state.event(WorkingDirectoryChange {
-                cwd: cwd.to_string_lossy().into_owned(),
-            });
-        }
-        state.cwd = cwd;
-        state.log.flush();
-    }
+        tools,
+    });
+    child.core().state().start_in(cwd, &core.workspace);
     if let Err(err) = host.register(&child) {
         child.dispose();
         return Err(DelegationError::StartFailed(err.to_string()));
     }
     // The client hears of the child before any of its events.
-    inner
-        .state()
-        .log
+    core.state()
         .announce(TreeNotice::Started(SubagentStartedParams {
-            parent_session_id: inner.id.clone(),
+            parent_session_id: core.id.clone(),
             child_session_id: id.clone(),
         }));
-    child.inner().state().log.publish(host.observer());
+    child.core().state().log().publish(host.observer());
     if let Err(err) = child.prompt(task, |_| {}) {
         child.dispose();
         return Err(DelegationError::StartFailed(err.to_string()));
     }
-    inner.children().push(Child {
+    core.children().push(Child {
         id: id.clone(),
         label: label.clone(),
         agent: child,
     });
-    inner.state().event(SubagentCatalog {
+    core.state().event(SubagentCatalog {
         version: SubagentCatalog::VERSION,
         child_id: id.clone(),
         child_created_at: created_at,

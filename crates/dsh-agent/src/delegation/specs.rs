@@ -4,15 +4,6 @@
 use dsh_protocol::catalog::ToolSpec;
 use serde_json::json;
 
-/// Names of the delegation tools.
-pub(crate) const DELEGATION_TOOLS: [&str; 5] = [
-    "interrupt_agent",
-    "list_agents",
-    "send_message",
-    "subagent",
-    "subagent_fork",
-];
-
 fn task_parameters(fork: bool) -> serde_json::Value {
     let prompt = if fork {
         "The task for the child. It already knows this conversation up to the current turn, so say what to do, not the background."

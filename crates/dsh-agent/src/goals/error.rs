@@ -6,7 +6,7 @@ use dsh_protocol::catalog::{GoalPhase, ToolErrorCode};
 use dsh_tools::ToolOutput;
 use serde_json::Value;
 
-use super::model::MAX_TEXT_BYTES;
+use super::limits::{BLOCK_THRESHOLD, MAX_TEXT_BYTES};
 use crate::tool_args::InvalidArgs;
 
 /// A refused goal call.
@@ -96,9 +96,6 @@ pub(crate) enum GoalError {
     )]
     BlockTooEarly(u64),
 }
-
-/// The round from which a continuation round may report its goal blocked.
-pub(crate) const BLOCK_THRESHOLD: u64 = 3;
 
 /// How an update's fields do not fit its action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

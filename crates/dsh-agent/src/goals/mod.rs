@@ -24,21 +24,19 @@
 //!   starts during a round returns at that round's end.
 
 mod error;
+mod limits;
 mod model;
 mod prose;
 mod tools;
 
-pub(crate) use tools::{GOAL_TOOLS, run, specs};
+pub(crate) use tools::GoalTools;
 
-use crate::agent::Agent;
-use crate::inner::Inner;
-use crate::state::{Delivery, State};
-use dsh_protocol::catalog::{HeaderReason, InboxSpliced, InboxTarget};
-use dsh_session::store::GoalFacts;
-use dsh_session::{SessionStatus, UserMessage, now_ms, text_block};
+use crate::core::{AgentState, Core, Feature};
+use dsh_protocol::catalog::{Event, TurnEndReason};
+use dsh_session::store::{GoalFacts, ResumeFacts};
+use dsh_session::{UserMessage, now_ms, text_block};
 use model::{GoalBook, Next};
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 /// Who started the running turn, which decides what it may do to the
 /// goal.
@@ -87,74 +85,89 @@ impl Origin {
 /// Source kind of a round's message.
 const GOAL: &str = "goal";
 
-/// A session's goal state, kept in the agent's [`State`].
+/// A session's goal state, kept in the agent's state
+/// ([`AgentState::extension`]).
 #[derive(Debug, Default)]
 pub(crate) struct Goals {
     /// The goal and whether it is armed.
     book: GoalBook,
     /// Who started the running turn.
     origin: Origin,
-    /// A closing notice to deliver once the running call's result is
-    /// recorded.
-    notice: Option<UserMessage>,
+    /// What a fork's inherited events said of the goal, until the
+    /// child's state is restored.
+    inherited: Option<GoalFacts>,
 }
 
-impl Goals {
-    /// The goal a stored log last recorded (resume, fork), disarmed.
-    pub fn restored(facts: GoalFacts) -> Self {
-        Self {
-            book: GoalBook::restored(facts),
-            ..Self::default()
+/// The goals feature.
+pub(crate) struct GoalRounds;
+
+impl Feature for GoalRounds {
+    fn inherited(&self, state: &mut AgentState, event: &Event) {
+        state
+            .extension::<Goals>()
+            .inherited
+            .get_or_insert_with(GoalFacts::default)
+            .push(event);
+    }
+
+    fn resumed(&self, state: &mut AgentState, facts: &ResumeFacts) {
+        state.extension::<Goals>().book = GoalBook::restored(facts.goal.clone());
+    }
+
+    fn restored(&self, state: &mut AgentState) {
+        // A fork's goal comes from its inherited events (disarmed, as a
+        // resume's); a fork before any goal event has none.
+        let goals = state.extension::<Goals>();
+        if let Some(facts) = goals.inherited.take() {
+            goals.book = GoalBook::restored(facts);
         }
     }
 
-    /// Records who starts the turn that claimed `prompt`; returns whether
-    /// it is a goal's round.
-    pub fn turn_begins(&mut self, prompt: Option<&UserMessage>) -> bool {
-        self.origin = Origin::of(prompt);
-        matches!(self.origin, Origin::Round { .. })
+    fn turn_started(&self, state: &mut AgentState, prompt: Option<&UserMessage>) {
+        state.extension::<Goals>().origin = Origin::of(prompt);
     }
-}
 
-/// Delivers the closing notice a goal tool left, if any (right after the
-/// call's `tool/result`).
-pub(crate) fn deliver_notice(state: &mut State) {
-    if let Some(notice) = state.goals.notice.take() {
-        state.deliver(notice, Delivery::Notice, None);
+    /// A turn that ended other than `completed` disarms the goal.
+    fn turn_ended(&self, state: &mut AgentState, reason: &TurnEndReason) {
+        if !matches!(reason, TurnEndReason::Completed) {
+            state.extension::<Goals>().book.disarm();
+        }
     }
-}
 
-/// Disarms the goal after a turn that did not complete.
-pub(crate) fn turn_ended(state: &mut State, completed: bool) {
-    if !completed {
-        state.goals.book.disarm();
+    fn idle(&self, core: &Core) {
+        schedule(core);
+    }
+
+    /// Disposal pauses an armed goal (after its last turn ended).
+    fn disposed(&self, state: &mut AgentState) {
+        if let Some(change) = state.extension::<Goals>().book.pause_armed(now_ms()) {
+            state.event(change);
+        }
     }
 }
 
 /// What a top-level agent that just went idle does for its goal, once its
 /// children are idle too (a child's news starts a turn first, whose end
-/// comes back here): start the next round (its turn is begun; the caller's
-/// loop runs it) or block a goal whose rounds are used up.
-pub(crate) fn schedule(inner: &Inner) {
-    let children: Vec<Arc<Agent>> = inner
-        .children()
-        .iter()
-        .map(|c| Arc::clone(&c.agent))
-        .collect();
-    if children.iter().any(|child| !child.tree_quiet()) {
+/// comes back here): start the next round (its turn is begun; the loop
+/// runs it) or block a goal whose rounds are used up.
+fn schedule(core: &Core) {
+    if core.lineage.depth > 0 {
         return;
     }
-    let mut state = inner.state();
+    if core.child_agents().iter().any(|child| !child.tree_quiet()) {
+        return;
+    }
+    let mut state = core.state();
     after_idle(&mut state);
-    state.log.flush();
+    state.flush();
 }
 
 /// See [`schedule`]: the goal's next step on an idle agent.
-fn after_idle(state: &mut State) {
-    if state.disposed || state.running || !state.next_turn.is_empty() {
+fn after_idle(state: &mut AgentState) {
+    if state.is_disposed() || state.is_running() || state.has_queued_turn() {
         return;
     }
-    match state.goals.book.next(now_ms()) {
+    match state.extension::<Goals>().book.next(now_ms()) {
         None => {}
         Some(Next::LimitReached(change)) => {
             state.event(change);
@@ -167,27 +180,8 @@ fn after_idle(state: &mut State) {
                 "round": round.round,
             });
             let message = UserMessage::new(vec![text_block(prose::round_text(&round))], source);
-            state.event(InboxSpliced::insert(
-                InboxTarget::NextTurn,
-                0,
-                std::slice::from_ref(&message),
-            ));
-            state.next_turn.push(message);
-            // Running again; waiters of the idle just announced are
-            // released all the same (see the module docs).
-            state.running = true;
-            state.log.status(SessionStatus::Running);
-            state.header_reason.get_or_insert(HeaderReason::Series);
-            state.begin_turn();
+            state.start_round(message);
         }
-    }
-}
-
-/// Pauses an armed goal when the session is disposed (after its last
-/// turn ended).
-pub(crate) fn pause_at_disposal(state: &mut State) {
-    if let Some(change) = state.goals.book.pause_armed(now_ms()) {
-        state.event(change);
     }
 }
 
@@ -214,9 +208,6 @@ mod tests {
         let broken = UserMessage::new(vec![], json!({"kind": "goal", "goalId": "goal-1"}));
         assert_eq!(Origin::of(Some(&broken)), Origin::Other);
         let notice = UserMessage::inbox_notice("tool-jobs", vec![], "done", None);
-        let mut goals = Goals::default();
-        assert!(!goals.turn_begins(Some(&notice)));
-        assert_eq!(goals.origin, Origin::Other);
-        assert!(goals.turn_begins(Some(&round)));
+        assert_eq!(Origin::of(Some(&notice)), Origin::Other);
     }
 }

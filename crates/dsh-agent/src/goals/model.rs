@@ -3,18 +3,12 @@
 //! may do (the rules measured on the official runtime).
 
 use super::error::GoalError;
+use super::limits::{DEFAULT_MAX_ROUNDS, MAX_TEXT_BYTES};
 use dsh_protocol::catalog::{
     BlockedCode, BlockedReason, GoalChange, GoalChangeKind, GoalOperation, GoalPhase, GoalSnapshot,
 };
 use dsh_session::store::GoalFacts;
 use serde_json::{Value, json};
-
-/// Rounds a goal may start when `max_goal_rounds` is not given.
-pub(crate) const DEFAULT_MAX_ROUNDS: u64 = 256;
-
-/// Longest objective (and blocked reason) accepted, in bytes after
-/// trimming: each round message repeats the objective.
-pub(crate) const MAX_TEXT_BYTES: usize = 16 * 1024;
 
 /// The largest integer a JSON number holds exactly (2^53 - 1), the
 /// official bound of `max_goal_rounds`.

@@ -6,18 +6,16 @@
 //! complete it or, from its third round, block it), then the update's
 //! fields, then the goal itself (exists, revision current, phase).
 
-use super::error::{BLOCK_THRESHOLD, GoalError, UpdateProblem};
-use super::model::{Action, MAX_TEXT_BYTES};
-use super::{Origin, prose};
-use crate::inner::Inner;
+use super::error::{GoalError, UpdateProblem};
+use super::limits::{BLOCK_THRESHOLD, MAX_TEXT_BYTES};
+use super::model::Action;
+use super::{Goals, Origin, prose};
+use crate::core::{AgentTool, Core, HookFuture, ToolCall, ToolOutcome};
 use crate::tool_args::{Kind, Property, check, number, text};
 use dsh_protocol::catalog::{GoalOperation, ToolSpec};
 use dsh_session::{UserMessage, now_ms, text_block};
 use dsh_tools::ToolOutput;
 use serde_json::json;
-
-/// Names of the goal tools.
-pub(crate) const GOAL_TOOLS: [&str; 3] = ["create_goal", "get_goal", "update_goal"];
 
 const ACTIONS: &[&str] = &["edit", "pause", "resume", "complete", "blocked"];
 
@@ -70,8 +68,29 @@ const UPDATE: &[Property] = &[
 /// Source kind of the notice that closes a run of rounds.
 const TOOL_GOAL: &str = "tool-goal";
 
+/// `create_goal`, `get_goal` and `update_goal`.
+pub(crate) struct GoalTools;
+
+impl AgentTool for GoalTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        specs()
+    }
+
+    fn call<'a>(&'a self, call: ToolCall<'a>) -> HookFuture<'a, ToolOutcome> {
+        let core = call.core;
+        let result = match call.name {
+            "create_goal" => create(core, call.arguments).map(ToolOutcome::from),
+            "get_goal" => get(core, call.arguments).map(ToolOutcome::from),
+            _ => update(core, call.arguments),
+        };
+        Box::pin(std::future::ready(
+            result.unwrap_or_else(|err| ToolOutput::from(err).into()),
+        ))
+    }
+}
+
 /// The three tool specs.
-pub(crate) fn specs() -> Vec<ToolSpec> {
+fn specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: "create_goal".into(),
@@ -109,56 +128,48 @@ pub(crate) fn specs() -> Vec<ToolSpec> {
     ]
 }
 
-/// Runs goal tool `name`.
-pub(crate) fn run(inner: &Inner, name: &str, arguments: &str) -> ToolOutput {
-    let result = match name {
-        "create_goal" => create(inner, arguments),
-        "get_goal" => get(inner, arguments),
-        _ => update(inner, arguments),
-    };
-    result.unwrap_or_else(ToolOutput::from)
-}
-
-fn get(inner: &Inner, arguments: &str) -> Result<ToolOutput, GoalError> {
+fn get(core: &Core, arguments: &str) -> Result<ToolOutput, GoalError> {
     check(arguments, &[])?;
+    let mut state = core.state();
     Ok(ToolOutput::text(
-        inner.state().goals.book.view().to_string(),
+        state.extension::<Goals>().book.view().to_string(),
     ))
 }
 
-fn create(inner: &Inner, arguments: &str) -> Result<ToolOutput, GoalError> {
+fn create(core: &Core, arguments: &str) -> Result<ToolOutput, GoalError> {
     let args = check(arguments, CREATE)?;
-    let mut state = inner.state();
-    if !is_human(&state.goals.origin, inner) {
+    let mut state = core.state();
+    let goals = state.extension::<Goals>();
+    if !is_human(&goals.origin, core) {
         return Err(GoalError::NeedsHuman);
     }
     let id = format!("goal-{}", uuid::Uuid::new_v4());
     let objective = text(&args, "objective").unwrap_or_default();
-    let change =
-        state
-            .goals
-            .book
-            .create(id, objective, number(&args, "max_goal_rounds"), now_ms())?;
+    let change = goals
+        .book
+        .create(id, objective, number(&args, "max_goal_rounds"), now_ms())?;
+    let view = goals.book.view().to_string();
     state.event(change);
-    Ok(ToolOutput::text(state.goals.book.view().to_string()))
+    Ok(ToolOutput::text(view))
 }
 
-fn update(inner: &Inner, arguments: &str) -> Result<ToolOutput, GoalError> {
+fn update(core: &Core, arguments: &str) -> Result<ToolOutcome, GoalError> {
     let args = check(arguments, UPDATE)?;
     let objective = text(&args, "objective");
     let max_rounds = number(&args, "max_goal_rounds");
     let reason = text(&args, "blocked_reason");
     let edits = objective.is_some() || max_rounds.is_some();
     let name = text(&args, "action").unwrap_or_default();
-    let mut state = inner.state();
-    let origin = state.goals.origin.clone();
-    let current = state.goals.book.current().map(|g| g.id.clone());
+    let mut state = core.state();
+    let goals = state.extension::<Goals>();
+    let origin = goals.origin.clone();
+    let current = goals.book.current().map(|g| g.id.clone());
     let round = match &origin {
         Origin::Round { goal_id, round } if Some(goal_id) == current.as_ref() => Some(*round),
         _ => None,
     };
     let ending = matches!(name, "complete" | "blocked");
-    let allowed = is_human(&origin, inner) || (ending && round.is_some());
+    let allowed = is_human(&origin, core) || (ending && round.is_some());
     if !allowed {
         return Err(if ending {
             GoalError::NeedsHumanOrRound
@@ -199,9 +210,12 @@ fn update(inner: &Inner, arguments: &str) -> Result<ToolOutput, GoalError> {
     };
     let id = text(&args, "goal_id").unwrap_or_default();
     let revision = number(&args, "revision").unwrap_or_default();
-    let change = state.goals.book.update(id, revision, action, now_ms())?;
+    let goals = state.extension::<Goals>();
+    let change = goals.book.update(id, revision, action, now_ms())?;
+    let view = goals.book.view().to_string();
     // A round that ends the goal is told to close the run: the notice
     // joins the next step once this call's result is recorded.
+    let mut follow_up = None;
     if round.is_some() {
         let objective = &change.goal.objective;
         let (action, content) = match (change.operation, &change.goal.blocked_reason) {
@@ -211,7 +225,7 @@ fn update(inner: &Inner, arguments: &str) -> Result<ToolOutput, GoalError> {
             _ => ("complete", prose::complete_text(objective)),
         };
         let summary = prose::summary(action, objective);
-        state.goals.notice = Some(UserMessage::inbox_notice(
+        follow_up = Some(UserMessage::inbox_notice(
             TOOL_GOAL,
             vec![text_block(content)],
             &summary,
@@ -219,10 +233,14 @@ fn update(inner: &Inner, arguments: &str) -> Result<ToolOutput, GoalError> {
         ));
     }
     state.event(change);
-    Ok(ToolOutput::text(state.goals.book.view().to_string()))
+    Ok(ToolOutcome {
+        output: ToolOutput::text(view),
+        follow_up,
+        end_turn: false,
+    })
 }
 
 /// Whether the running turn is a user's turn on a top-level agent.
-fn is_human(origin: &Origin, inner: &Inner) -> bool {
-    *origin == Origin::Human && inner.lineage.depth == 0
+fn is_human(origin: &Origin, core: &Core) -> bool {
+    *origin == Origin::Human && core.lineage.depth == 0
 }

@@ -17,15 +17,77 @@ mod prose;
 mod root;
 mod skills;
 
-pub(crate) use skills::{SKILL, run_skill, skill_spec};
-
+use crate::core::{
+    AgentState, AgentTool, ContextSlot, Core, Feature, HookFuture, ToolCall, ToolOutcome,
+};
+use dsh_protocol::catalog::ToolSpec;
 use dsh_protocol::message::{KeptMessage, Role};
 use dsh_session::{Message, UserMessage};
 use std::path::Path;
 
+/// `source.kind` of project instructions.
+const INSTRUCTIONS: &str = "agent-instructions";
+/// `source.kind` of a skill catalog.
+const SKILL_CATALOG: &str = "skill-catalog";
+
+/// The project-context feature: instructions and the skill catalog join a
+/// step's context; what was sent is kept per agent.
+pub(crate) struct ProjectContext;
+
+impl Feature for ProjectContext {
+    fn compose(
+        &self,
+        core: &Core,
+        state: &mut AgentState,
+        slot: ContextSlot,
+    ) -> Option<UserMessage> {
+        let cwd = state.cwd().to_owned();
+        let tracker = state.extension::<Tracker>();
+        match slot {
+            ContextSlot::AfterClaimed => tracker.instructions(&cwd),
+            ContextSlot::AfterRuntimeContext => {
+                tracker.catalog(&cwd, core.profile.skills_home.as_deref())
+            }
+        }
+    }
+
+    fn restored(&self, state: &mut AgentState) {
+        let tracker = Tracker::restored(&state.history().messages());
+        *state.extension::<Tracker>() = tracker;
+    }
+
+    fn history_rewritten(&self, state: &mut AgentState) {
+        let history = state.history();
+        if !history.holds_source(INSTRUCTIONS) || !history.holds_source(SKILL_CATALOG) {
+            // What the model still sees of the project's instructions and
+            // skills; the rest is sent again.
+            let tracker = Tracker::restored(&history.messages());
+            *state.extension::<Tracker>() = tracker;
+        }
+    }
+}
+
+/// The `skill` tool.
+pub(crate) struct SkillTool;
+
+impl AgentTool for SkillTool {
+    fn specs(&self) -> Vec<ToolSpec> {
+        vec![skills::skill_spec()]
+    }
+
+    fn call<'a>(&'a self, call: ToolCall<'a>) -> HookFuture<'a, ToolOutcome> {
+        let home = call.core.profile.skills_home.clone();
+        Box::pin(async move {
+            skills::run_skill(call.cwd, home, call.arguments)
+                .await
+                .into()
+        })
+    }
+}
+
 /// What one agent has sent of the project's instructions and skills.
 #[derive(Default)]
-pub(crate) struct Tracker {
+struct Tracker {
     instructions: instructions::Tracker,
     skills: skills::Tracker,
 }
@@ -33,7 +95,7 @@ pub(crate) struct Tracker {
 impl Tracker {
     /// The tracker of an agent whose model already saw `history` (a resumed
     /// session, a fork's inherited turns).
-    pub(crate) fn restored(history: &[KeptMessage]) -> Self {
+    fn restored(history: &[KeptMessage]) -> Self {
         let mut tracker = Self::default();
         // One message parsed at a time: a resumed history may be packed.
         let users = history.iter().filter(|m| m.role() == Role::User);
@@ -49,13 +111,13 @@ impl Tracker {
     }
 
     /// The instructions message of a step in `cwd`, if anything is new.
-    pub(crate) fn instructions(&mut self, cwd: &Path) -> Option<UserMessage> {
+    fn instructions(&mut self, cwd: &Path) -> Option<UserMessage> {
         self.instructions.step(cwd)
     }
 
     /// The skill-catalog message of a step in `cwd`, if the catalog is new
     /// or changed; `home` is the user's own skills directory.
-    pub(crate) fn catalog(&mut self, cwd: &Path, home: Option<&Path>) -> Option<UserMessage> {
+    fn catalog(&mut self, cwd: &Path, home: Option<&Path>) -> Option<UserMessage> {
         self.skills.step(cwd, home)
     }
 }

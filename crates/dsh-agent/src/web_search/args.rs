@@ -55,13 +55,8 @@ impl From<ArgsError> for ToolOutput {
 /// The distinct queries of a call, in order (a repeated query is searched
 /// once).
 pub(crate) fn queries(arguments: &str) -> Result<Vec<String>, ArgsError> {
-    let arguments = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    let value: Value =
-        serde_json::from_str(arguments).map_err(|e| ArgsError::Invalid(e.to_string()))?;
+    let value: Value = serde_json::from_str(crate::tool_args::or_empty_object(arguments))
+        .map_err(|e| ArgsError::Invalid(e.to_string()))?;
     let Value::Object(object) = value else {
         return Err(ArgsError::Invalid("the arguments must be an object".into()));
     };

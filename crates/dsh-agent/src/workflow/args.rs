@@ -68,8 +68,7 @@ fn kind_of(value: &Value) -> &'static str {
 /// Checks `raw` against the schema: every missing required property,
 /// then every property of the wrong type, joined by `; `.
 pub(crate) fn parse(raw: &str) -> Result<WorkflowArgs, ArgsError> {
-    let object = match serde_json::from_str::<Value>(if raw.trim().is_empty() { "{}" } else { raw })
-    {
+    let object = match serde_json::from_str::<Value>(crate::tool_args::or_empty_object(raw)) {
         Ok(Value::Object(object)) => object,
         _ => {
             return Err(InvalidArgs("the arguments must be a JSON object".to_owned()).into());

@@ -62,7 +62,7 @@ impl WorkflowJob {
         JobRegistered {
             job_id: self.id.clone(),
             owner: self.owner.clone(),
-            kind: super::WORKFLOW.to_owned(),
+            kind: super::spec::WORKFLOW.to_owned(),
             label: self.name.clone(),
             started_at: self.started_at,
             tool_call: JobToolCall {
@@ -136,7 +136,7 @@ impl ForeignJob for WorkflowJob {
     }
 
     fn kind(&self) -> &str {
-        super::WORKFLOW
+        super::spec::WORKFLOW
     }
 
     fn label(&self) -> &str {

@@ -15,13 +15,10 @@ mod runner;
 mod spec;
 mod structured;
 
-pub(crate) use spec::spec;
-pub(crate) use structured::{asked as structured_asked, record as record_structured, recorded};
-
-use crate::delegation::{DelegationError, MAX_DEPTH};
-use crate::inner::Inner;
+use crate::core::{AgentTool, Core, HookFuture, ToolCall, ToolOutcome};
+use crate::delegation;
 use dsh_protocol::catalog::{
-    JobStatus, ToolErrorCode, WorkflowRunEnd, WorkflowRunStart, WorkflowStopReason,
+    JobStatus, ToolErrorCode, ToolSpec, WorkflowRunEnd, WorkflowRunStart, WorkflowStopReason,
 };
 use dsh_tools::{CancellationToken, ForeignJob, JobNotice, ToolOutput};
 use dsh_workflow::{Event, Run, RunError, Script};
@@ -29,27 +26,26 @@ use job::WorkflowJob;
 use runner::Driven;
 use std::sync::Arc;
 
-/// The tool's name.
-pub(crate) const WORKFLOW: &str = "workflow";
+/// The `workflow` tool.
+pub(crate) struct WorkflowTool;
 
-/// The tool a child asked for structured output reports it with.
-pub(crate) const STRUCTURED_OUTPUT: &str = "structured_output";
+impl AgentTool for WorkflowTool {
+    fn specs(&self) -> Vec<ToolSpec> {
+        vec![spec::spec()]
+    }
 
-/// The spec list of a child asked for structured output: `specs` with
-/// `structured_output` for `schema`, in name order.
-pub(crate) fn with_structured_output(
-    specs: &[dsh_protocol::catalog::ToolSpec],
-    schema: &serde_json::Value,
-) -> Vec<dsh_protocol::catalog::ToolSpec> {
-    let mut specs = specs.to_vec();
-    specs.push(spec::structured_output(schema));
-    specs.sort_by(|a, b| a.name.cmp(&b.name));
-    specs
+    fn call<'a>(&'a self, call: ToolCall<'a>) -> HookFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            run(call.core, call.call_id, call.arguments, call.cancel)
+                .await
+                .into()
+        })
+    }
 }
 
-/// Runs one `workflow` call of `inner`.
-pub(crate) async fn run(
-    inner: &Inner,
+/// Runs one `workflow` call of `core`.
+async fn run(
+    core: &Core,
     call_id: &str,
     arguments: &str,
     cancel: &CancellationToken,
@@ -58,19 +54,12 @@ pub(crate) async fn run(
         Ok(args) => args,
         Err(err) => return err.into(),
     };
-    if inner.lineage.depth >= MAX_DEPTH {
-        return DelegationError::TooDeep {
-            depth: inner.lineage.depth + 1,
-            max: MAX_DEPTH,
-        }
-        .into();
+    if let Err(refusal) = delegation::host(core) {
+        return refusal.into();
     }
-    if inner.sessions.is_none() {
-        return DelegationError::NoHost.into();
-    }
-    let limits = inner.profile.workflow.clone();
+    let limits = core.profile.workflow.clone();
     let slots = limits.concurrency;
-    let Some(this) = inner.this.upgrade() else {
+    let Some(this) = core.this.upgrade() else {
         return ToolOutput::failure("Error: the session is closed");
     };
     let name = args.name;
@@ -95,7 +84,7 @@ pub(crate) async fn run(
         }
     }
     let run_id = uuid::Uuid::new_v4().to_string();
-    inner.state().event(WorkflowRunStart {
+    core.state().event(WorkflowRunStart {
         run_id: run_id.clone(),
         name: name.clone(),
     });
@@ -113,7 +102,7 @@ pub(crate) async fn run(
     )
     .await;
     let (stop, text) = rendered(&name, &driven);
-    inner.state().event(WorkflowRunEnd {
+    core.state().event(WorkflowRunEnd {
         run_id,
         stop_reason: stop,
     });
@@ -126,7 +115,7 @@ pub(crate) async fn run(
 /// Starts the run as a job of the session and answers at once; the job
 /// settles (and the model is told) when the run ends.
 fn background(
-    this: Arc<Inner>,
+    this: Arc<Core>,
     run: Run,
     run_id: String,
     name: String,
@@ -181,7 +170,7 @@ fn background(
         this.state().event(settled);
         // A run stopped on request is not news for the model.
         if status != JobStatus::Killed {
-            this.host.job_notice(JobNotice {
+            this.tool_host.job_notice(JobNotice {
                 job_id: job.id().to_owned(),
                 summary: format!("workflow {name} [status: {}, {detail}]", status.as_str()),
                 text: format!(

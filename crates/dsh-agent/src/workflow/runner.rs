@@ -3,8 +3,9 @@
 //! events, and the stop of everything when the run is cancelled or ends.
 
 use super::job::WorkflowJob;
-use crate::delegation::{self, ChildPlan, ChildReport, Report, create_child};
-use crate::inner::Inner;
+use super::structured::{ChildReport, Report};
+use crate::core::{ChildSink, Core};
+use crate::delegation::{ChildPlan, create_child};
 use dsh_protocol::catalog::{
     SubagentProvider, WorkflowAgentEnd, WorkflowAgentOutcome, WorkflowAgentStart,
 };
@@ -38,7 +39,7 @@ pub(crate) struct Driven {
 
 /// What the run and its agent tasks share.
 struct Shared {
-    inner: Arc<Inner>,
+    core: Arc<Core>,
     run_id: String,
     name: String,
     /// Cancelled when the run is cancelled or ends: agent tasks stop.
@@ -66,7 +67,7 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         for id in ids {
-            if let Some(child) = delegation::child(&self.inner, &id) {
+            if let Some(child) = self.core.child(&id) {
                 child.interrupt();
             }
         }
@@ -76,7 +77,7 @@ impl Shared {
 /// Runs `run` to its end; `cancel` stops it. Children start in the order
 /// of the script's `agent()` calls, at most `slots` at once.
 pub(crate) async fn drive(
-    inner: Arc<Inner>,
+    core: Arc<Core>,
     mut run: Run,
     run_id: String,
     name: String,
@@ -85,7 +86,7 @@ pub(crate) async fn drive(
     job: Option<Arc<WorkflowJob>>,
 ) -> Driven {
     let shared = Arc::new(Shared {
-        inner,
+        core,
         run_id,
         name,
         stop: cancel.child_token(),
@@ -150,12 +151,12 @@ async fn agent(shared: Arc<Shared>, call: AgentCall) -> (u64, Value) {
         return (seq, Value::Null);
     }
     if let Some(provider) = call.provider.as_deref()
-        && provider != shared.inner.route.provider
+        && provider != shared.core.route.provider
     {
         shared.note(&format!(
             "agent {seq} was not started: provider {} is not this session's ({}); only the model can be chosen",
             Value::from(provider),
-            shared.inner.route.provider
+            shared.core.route.provider
         ));
         return (seq, Value::Null);
     }
@@ -165,11 +166,7 @@ async fn agent(shared: Arc<Shared>, call: AgentCall) -> (u64, Value) {
         .unwrap_or_else(|| prompt_label(&call.prompt));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let asked = call.schema.is_some();
-    let report = Report {
-        tx,
-        schema: call.schema.map(Arc::new),
-        structured: Arc::default(),
-    };
+    let (report, structured_output) = Report::new(tx, call.schema);
     let n = shared.started.fetch_add(1, Ordering::SeqCst) + 1;
     let plan = ChildPlan {
         provider: SubagentProvider::Spawn,
@@ -177,9 +174,10 @@ async fn agent(shared: Arc<Shared>, call: AgentCall) -> (u64, Value) {
         task: vec![text_block(call.prompt)],
         cwd: None,
         model: call.model,
-        report: Some(report),
+        sink: Some(report as Arc<dyn ChildSink>),
+        tools: structured_output.into_iter().collect(),
     };
-    let child_id = match create_child(&shared.inner, plan).await {
+    let child_id = match create_child(&shared.core, plan).await {
         Ok(id) => id,
         Err(err) => {
             shared.started.fetch_sub(1, Ordering::SeqCst);
@@ -196,7 +194,7 @@ async fn agent(shared: Arc<Shared>, call: AgentCall) -> (u64, Value) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .push(child_id.clone());
-    shared.inner.state().event(WorkflowAgentStart {
+    shared.core.state().event(WorkflowAgentStart {
         run_id: shared.run_id.clone(),
         seq,
         label,
@@ -206,14 +204,14 @@ async fn agent(shared: Arc<Shared>, call: AgentCall) -> (u64, Value) {
     let report = tokio::select! {
         report = rx.recv() => report,
         () = shared.stop.cancelled() => {
-            if let Some(child) = delegation::child(&shared.inner, &child_id) {
+            if let Some(child) = shared.core.child(&child_id) {
                 child.interrupt();
             }
             tokio::time::timeout(SETTLE_WAIT, rx.recv()).await.ok().flatten()
         }
     };
     let (outcome, value) = outcome_of(report, asked);
-    shared.inner.state().event(WorkflowAgentEnd {
+    shared.core.state().event(WorkflowAgentEnd {
         run_id: shared.run_id.clone(),
         seq,
         outcome,

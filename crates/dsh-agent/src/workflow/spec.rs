@@ -5,11 +5,17 @@
 use dsh_protocol::catalog::ToolSpec;
 use serde_json::{Value, json};
 
+/// The tool's name.
+pub(crate) const WORKFLOW: &str = "workflow";
+
+/// The tool a child asked for structured output reports it with.
+pub(crate) const STRUCTURED_OUTPUT: &str = "structured_output";
+
 /// The `workflow` tool.
 pub(crate) fn spec() -> ToolSpec {
     let text = |description: &str| json!({"type": "string", "description": description});
     ToolSpec {
-        name: super::WORKFLOW.into(),
+        name: WORKFLOW.into(),
         description: "Run a JavaScript workflow that orchestrates child agents, for work that splits into many agent tasks (fan-out over files or items, staged research then writing). The script is the body of an async function: it may await, and what it returns (plain JSON data) is the tool's result. It sees only these hooks: agent(prompt, {label, phase, schema, model}) starts a child agent with a fresh context and the same tools and resolves to its final answer (with schema: the object it reports; null when the child fails); parallel([() => agent(...), ...]) runs the functions together and resolves to their results in order; pipeline(items, ...stages) passes every item through the stages (each stage gets the previous value and the original item); phase(title) names the phase of the agents started after it; log(...values) records a progress line; args holds this call's args. There is no file system, network, process or timer access, and a run has a CPU-time and a memory limit. Children are written the task in full: they know nothing of this conversation. With run_in_background the call returns a job id at once and a notice arrives when the run ends.".into(),
         parameters: json!({
             "type": "object",
@@ -52,7 +58,7 @@ pub(crate) fn spec() -> ToolSpec {
 /// its parameters are the schema the workflow gave.
 pub(crate) fn structured_output(schema: &Value) -> ToolSpec {
     ToolSpec {
-        name: super::STRUCTURED_OUTPUT.into(),
+        name: STRUCTURED_OUTPUT.into(),
         description: "Report the result of your task as structured data. Call it once, when the work is done, with arguments that match this tool's schema exactly; your turn ends when it is recorded.".into(),
         parameters: schema.clone(),
     }

@@ -354,7 +354,7 @@ impl Rig {
             workspace: self.workspace.clone(),
             log,
             tools: Arc::new(tools),
-            host: None,
+            sessions: None,
             lineage: dsh_agent::Lineage::default(),
         };
         (Agent::create(config, start), seen)

@@ -9,7 +9,7 @@ mod front_matter;
 mod scan;
 mod tool;
 
-pub(crate) use tool::{SKILL, run as run_skill, spec as skill_spec};
+pub(crate) use tool::{run as run_skill, spec as skill_spec};
 
 use crate::project::prose;
 use dsh_session::{UserMessage, text_block};

@@ -46,12 +46,8 @@ pub(crate) async fn run(cwd: PathBuf, home: Option<PathBuf>, arguments: &str) ->
 
 /// The `name` argument, or what is wrong with the arguments.
 fn name_of(arguments: &str) -> Result<String, String> {
-    let arguments = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    let value: Value = serde_json::from_str(arguments).map_err(|err| err.to_string())?;
+    let value: Value = serde_json::from_str(crate::tool_args::or_empty_object(arguments))
+        .map_err(|err| err.to_string())?;
     let Value::Object(map) = value else {
         return Err("the arguments must be a JSON object".to_owned());
     };

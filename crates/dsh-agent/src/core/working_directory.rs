@@ -1,9 +1,9 @@
 //! The session working directory: `session/working-directory/get|set`.
 
-use crate::agent::Agent;
+use super::agent::Agent;
+use super::state::AgentState;
 use crate::prose;
-use crate::state::State;
-use dsh_protocol::catalog::{InboxSpliced, InboxTarget, WorkingDirectoryChange};
+use dsh_protocol::catalog::{InboxTarget, WorkingDirectoryChange};
 use dsh_session::{UserMessage, text_block};
 use std::path::{Path, PathBuf};
 
@@ -26,7 +26,7 @@ impl Agent {
     /// The effective working directory. If it has vanished, the session
     /// falls back to its workspace, records the change and queues a notice.
     pub fn working_directory(&self) -> PathBuf {
-        self.inner().state().effective_cwd(self.workspace())
+        self.core().state().effective_cwd(self.workspace())
     }
 
     /// Changes the working directory. `path` resolves against the current
@@ -34,17 +34,34 @@ impl Agent {
     /// is canonical. A change appends `working-directory/change` and queues
     /// a notice for the model's next step (without waking the agent).
     pub fn set_working_directory(&self, path: &str) -> Result<PathBuf, WorkingDirectoryError> {
-        self.inner().state().set_cwd(path)
+        self.core().state().set_cwd(path)
     }
 }
 
-impl State {
+impl AgentState {
     /// See [`Agent::working_directory`].
     pub fn effective_cwd(&mut self, workspace: &Path) -> PathBuf {
         if !self.cwd.is_dir() && self.cwd != workspace && workspace.is_dir() {
             change(self, workspace.to_owned());
         }
         self.cwd.clone()
+    }
+
+    /// The working directory last set (not checked).
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// A new child starts in `cwd`: a directory other than its `workspace`
+    /// is recorded as a change (no notice: no step has run).
+    pub fn start_in(&mut self, cwd: PathBuf, workspace: &Path) {
+        if cwd != workspace {
+            self.event(WorkingDirectoryChange {
+                cwd: path_text(&cwd),
+            });
+        }
+        self.cwd = cwd;
+        self.log.flush();
     }
 
     /// See [`Agent::set_working_directory`].
@@ -64,19 +81,13 @@ impl State {
     }
 }
 
-fn change(state: &mut State, to: PathBuf) {
+fn change(state: &mut AgentState, to: PathBuf) {
     let from = std::mem::replace(&mut state.cwd, to);
     let cwd = path_text(&state.cwd);
     state.event(WorkingDirectoryChange { cwd });
     let text = prose::working_directory_notice(&from, &state.cwd);
     let notice = UserMessage::notice("working-directory", vec![text_block(text)]);
-    let start = state.next_step.len();
-    state.event(InboxSpliced::insert(
-        InboxTarget::NextStep,
-        start,
-        std::slice::from_ref(&notice),
-    ));
-    state.next_step.push(notice);
+    state.enqueue(InboxTarget::NextStep, notice);
     state.log.flush();
 }
 

@@ -1,0 +1,184 @@
+//! Tool dispatch: a name → handler map ([`Roster`]) over the profile's tool
+//! library (`dsh-tools`) and the tools features implement ([`AgentTool`]).
+//!
+//! A feature's tool gets a per-call context ([`ToolCall`]: the agent's
+//! core, the call, its directory and cancellation) and answers a
+//! [`ToolOutcome`]: the result, plus what the core should do after
+//! recording it (deliver a follow-up notice, end the turn after the step).
+
+use super::hooks::HookFuture;
+use super::shared::Core;
+use crate::estimate;
+use dsh_protocol::catalog::{ToolEvent, ToolSpec};
+use dsh_session::{UserMessage, text_block};
+use dsh_tools::{CancellationToken, JobNotice, ToolContext, ToolHost, ToolOutput, ToolSet};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+
+/// One call as a feature's tool receives it.
+pub(crate) struct ToolCall<'a> {
+    /// The calling agent.
+    pub core: &'a Core,
+    /// The call's id.
+    pub call_id: &'a str,
+    /// The tool's name (a handler may answer several).
+    pub name: &'a str,
+    /// The raw argument text (an empty text means `{}`).
+    pub arguments: &'a str,
+    /// The session's directory when the call started.
+    pub cwd: PathBuf,
+    /// Cancelled when the turn is interrupted or the agent disposed.
+    pub cancel: &'a CancellationToken,
+}
+
+/// A tool's answer and what follows it.
+pub(crate) struct ToolOutcome {
+    /// The `tool/result`.
+    pub output: ToolOutput,
+    /// A notice delivered right after the result is recorded.
+    pub follow_up: Option<UserMessage>,
+    /// The turn completes once the step that made this call ends.
+    pub end_turn: bool,
+}
+
+impl From<ToolOutput> for ToolOutcome {
+    fn from(output: ToolOutput) -> Self {
+        Self {
+            output,
+            follow_up: None,
+            end_turn: false,
+        }
+    }
+}
+
+/// A tool implemented by a feature of the agent (not by the library).
+pub(crate) trait AgentTool: Send + Sync {
+    /// The specs of the tools this handler answers, one per name.
+    fn specs(&self) -> Vec<ToolSpec>;
+
+    /// Whether consecutive calls of `name` run as one batch: all their
+    /// `tool/call`s are recorded first, their results after all ran (the
+    /// official runtime runs them in parallel).
+    fn batched(&self, _name: &str) -> bool {
+        false
+    }
+
+    /// Runs one call.
+    fn call<'a>(&'a self, call: ToolCall<'a>) -> HookFuture<'a, ToolOutcome>;
+}
+
+/// The tools of an agent: handlers by name over the library, the list
+/// advertised to the model and its estimated tokens. Sessions of one
+/// profile share one roster (the `sdk` list is ≈35 KiB of JSON schemas).
+pub(crate) struct Roster {
+    library: Arc<ToolSet>,
+    handlers: HashMap<String, Arc<dyn AgentTool>>,
+    specs: Arc<Vec<ToolSpec>>,
+    tokens: u64,
+}
+
+impl Roster {
+    /// The library's tools and `tools`, advertised in name order.
+    pub fn new(library: Arc<ToolSet>, tools: &[Arc<dyn AgentTool>]) -> Self {
+        let mut specs = library.specs();
+        let mut handlers = HashMap::new();
+        for tool in tools {
+            for spec in tool.specs() {
+                handlers.insert(spec.name.clone(), Arc::clone(tool));
+                specs.push(spec);
+            }
+        }
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        let json = serde_json::to_string(&specs).map_or(0, |json| json.len());
+        Self {
+            library,
+            handlers,
+            specs: Arc::new(specs),
+            tokens: estimate::text(json),
+        }
+    }
+
+    /// This roster with `extra` tools (a child's own).
+    pub fn with(&self, extra: &[Arc<dyn AgentTool>]) -> Self {
+        let mut tools: Vec<Arc<dyn AgentTool>> = Vec::new();
+        for tool in self.handlers.values() {
+            if !tools.iter().any(|t| Arc::ptr_eq(t, tool)) {
+                tools.push(Arc::clone(tool));
+            }
+        }
+        tools.extend(extra.iter().cloned());
+        Self::new(Arc::clone(&self.library), &tools)
+    }
+
+    /// What the model is told it may call, in name order.
+    pub fn specs(&self) -> &Arc<Vec<ToolSpec>> {
+        &self.specs
+    }
+
+    /// The estimated tokens of [`Roster::specs`] (sent with every request).
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// The tool library.
+    pub fn library(&self) -> &Arc<ToolSet> {
+        &self.library
+    }
+
+    /// Whether consecutive calls of `name` run as one batch.
+    pub fn batched(&self, name: &str) -> bool {
+        self.handlers.get(name).is_some_and(|t| t.batched(name))
+    }
+
+    /// Runs one call: a feature's tool, else the library's (which answers
+    /// an unknown name).
+    pub async fn run(&self, call: ToolCall<'_>) -> ToolOutcome {
+        if let Some(tool) = self.handlers.get(call.name) {
+            return tool.call(call).await;
+        }
+        let core = call.core;
+        let ctx = ToolContext {
+            session_id: core.id.clone(),
+            call_id: call.call_id.to_owned(),
+            cwd: call.cwd,
+            workspace: core.workspace.clone(),
+            mode: core.profile.permission_mode,
+            host: Arc::clone(&core.tool_host),
+            state: Arc::clone(&core.session_tools),
+            cancel: call.cancel.child_token(),
+        };
+        self.library
+            .run(call.name, call.arguments, ctx)
+            .await
+            .into()
+    }
+}
+
+/// The [`ToolHost`] of one agent: library tools append their events
+/// (`job/*`, `todo/write`, `approval/*`) to its log, and a finished
+/// background job's notice to its inbox.
+pub(crate) struct AgentToolHost(pub Weak<Core>);
+
+/// Source kind of a background job's notice.
+const TOOL_JOBS: &str = "tool-jobs";
+
+impl ToolHost for AgentToolHost {
+    fn emit(&self, event: ToolEvent) {
+        if let Some(core) = self.0.upgrade() {
+            core.state().event(event);
+        }
+    }
+
+    fn job_notice(&self, notice: JobNotice) {
+        if let Some(core) = self.0.upgrade() {
+            let message = UserMessage::inbox_notice(
+                TOOL_JOBS,
+                vec![text_block(notice.text)],
+                &notice.summary,
+                None,
+            );
+            core.deliver(message, super::state::Delivery::Notice, None);
+        }
+    }
+}
