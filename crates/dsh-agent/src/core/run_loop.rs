@@ -47,6 +47,7 @@ pub(crate) async fn run(core: Arc<Core>) {
             } else {
                 state.go_idle();
                 state.log.flush();
+                drop(state);
             }
             // The features may begin more work (a goal's next round: the
             // loop runs the turn it began).
