@@ -14,6 +14,18 @@
 //! [`attachments`] keeps prompt images by content hash.
 //! [`private_fs`] creates and opens the runtime's files under `DSH_HOME`
 //! (0600 / 0700, no symbolic links, owned by the runtime).
+//!
+//! # Layers
+//!
+//! A module uses only those in its layer or below (`dsh-repo-checks`'
+//! layering test holds this list to the code):
+//!
+//! 3. `log` — the event log: numbers, times and serialises each event once
+//!    for its observer and its writer
+//! 2. `store`, `attachments` — session logs on disk; prompt images by
+//!    content hash
+//! 1. `private_fs` — the runtime's own files and directories under
+//!    `DSH_HOME`
 
 mod log;
 

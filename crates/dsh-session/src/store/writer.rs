@@ -7,7 +7,6 @@ use super::fsutil::{create_temp, sync_data, sync_dir};
 use super::header::{FORMAT_VERSION, SessionHeader};
 use super::layout::{Encoding, LOG_WHAT, SessionLocation, SessionStore, probe};
 use super::lock::SessionLock;
-use super::locked::{LockedLog, LockedSession};
 use super::reader::{StoredSession, TailFix};
 use crate::private_fs::open_file;
 use dsh_protocol::JsonRope;
@@ -236,33 +235,6 @@ impl SessionWriter {
             });
         }
         Self::reopen(location, lock, &stored.tail)
-    }
-
-    /// Takes the lock of the log at `location`, then reads it and reopens it
-    /// for appending (as [`open_append`](Self::open_append), without the
-    /// window between reading and locking).
-    pub fn resume(location: &SessionLocation) -> Result<(Self, StoredSession), StoreError> {
-        Self::lock_stored(location)?.into_writer()
-    }
-
-    /// Takes the lock of the log at `location` and reads it, without
-    /// changing anything on disk yet: the caller can check the stored
-    /// session (its workspace, say) before
-    /// [`LockedSession::into_writer`] repairs a torn tail and reopens it
-    /// for appending, or drop it to release the lock.
-    pub fn lock_stored(location: &SessionLocation) -> Result<LockedSession, StoreError> {
-        LockedSession::lock(location)
-    }
-
-    /// As [`lock_stored`](Self::lock_stored), handing the events to `visit`
-    /// as they are read instead of keeping them (see
-    /// [`SessionReader::read_each`](super::SessionReader::read_each)): resuming a long log this way keeps
-    /// only what the visitor keeps.
-    pub fn lock_each<D: serde::de::DeserializeOwned>(
-        location: &SessionLocation,
-        visit: impl FnMut(SessionEvent<D>),
-    ) -> Result<LockedLog, StoreError> {
-        LockedLog::lock(location, visit)
     }
 
     pub(crate) fn reopen(
