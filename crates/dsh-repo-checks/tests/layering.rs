@@ -13,7 +13,8 @@
 //! The check fails on every import cycle (a strongly connected component of
 //! more than one file) and, where the crate root's docs carry a `# Layers`
 //! list (`//! N. `mod_a`, `mod_b` — what layer N holds`, layer 1 the
-//! bottom), on every edge from a top-level module to one in a higher layer
+//! bottom; a list of names ending its line may go on on the next, indented
+//! line), on every edge from a top-level module to one in a higher layer
 //! and on every top-level module missing from the list (or listed but
 //! absent). It reports every crate's problems at once.
 
@@ -580,6 +581,22 @@ impl Graph {
 // ---------------------------------------------------------------------------
 // Layers.
 
+/// The backticked names a layer line starts with (separated by commas),
+/// and the rest of the line.
+fn leading_names(line: &str) -> (Vec<&str>, &str) {
+    let mut names = Vec::new();
+    let mut rest = line.trim_start();
+    while let Some(quoted) = rest.strip_prefix('`') {
+        let Some((name, after)) = quoted.split_once('`') else {
+            break;
+        };
+        names.push(name);
+        rest = after.trim_start();
+        rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
+    }
+    (names, rest.trim_end())
+}
+
 /// The `# Layers` list of a crate root's docs: each listed top-level module's
 /// layer (1 the bottom), `None` if the docs have no such section.
 fn layers(root_text: &str) -> Result<Option<BTreeMap<String, usize>>, Vec<String>> {
@@ -599,27 +616,26 @@ fn layers(root_text: &str) -> Result<Option<BTreeMap<String, usize>>, Vec<String
         return Ok(None);
     };
     let (mut table, mut problems) = (BTreeMap::new(), Vec::new());
+    // The layer whose names ran to the end of the previous line: an
+    // indented line after it may go on naming modules of the same layer.
+    let mut wrapping = None;
     for line in docs[start + 1..]
         .iter()
         .take_while(|line| !is_heading(line))
     {
-        let Some((number, rest)) = line.split_once(". ") else {
-            continue;
+        let numbered = line
+            .split_once(". ")
+            .and_then(|(number, rest)| Some((number.trim().parse::<usize>().ok()?, rest)));
+        let (layer, rest) = match (numbered, wrapping) {
+            (Some(item), _) => item,
+            (None, Some(layer)) if line.starts_with(' ') => (layer, *line),
+            (None, _) => {
+                wrapping = None;
+                continue;
+            }
         };
-        let Ok(layer) = number.trim().parse::<usize>() else {
-            continue;
-        };
-        let mut names = Vec::new();
-        let mut rest = rest.trim_start();
-        while let Some(quoted) = rest.strip_prefix('`') {
-            let Some((name, after)) = quoted.split_once('`') else {
-                break;
-            };
-            names.push(name);
-            rest = after.trim_start();
-            rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
-        }
-        if names.is_empty() {
+        let (names, rest) = leading_names(rest);
+        if names.is_empty() && numbered.is_some() {
             problems.push(format!("layer {layer} names no module: {line:?}"));
         }
         for name in names {
@@ -627,6 +643,7 @@ fn layers(root_text: &str) -> Result<Option<BTreeMap<String, usize>>, Vec<String
                 problems.push(format!("`{name}` is listed in layers {before} and {layer}"));
             }
         }
+        wrapping = rest.is_empty().then_some(layer);
     }
     if table.is_empty() {
         problems.push("the `Layers` section lists no module".to_owned());
@@ -940,19 +957,26 @@ fn a_layer_table_is_parsed_from_the_crate_docs() {
         "//!\n",
         "//! 3. `server` — the registry; it names `Thing` too\n",
         "//! 2. `handlers`, `publish`: what answers\n",
-        "//!    (a continuation line)\n",
-        "//! 1. `error`\n",
+        "//!    (a continuation line naming `not_listed`)\n",
+        "//! 1. `error`,\n",
+        "//!    `wrapped` — names go on on an indented line\n",
+        "//!    `not_listed` after the description\n",
         "//!\n",
         "//! # Next\n",
         "//! 4. `not_a_layer`\n",
         "mod error;\n",
     );
     let table = layers(docs).unwrap().unwrap();
-    let expected: BTreeMap<String, usize> =
-        [("server", 3), ("handlers", 2), ("publish", 2), ("error", 1)]
-            .into_iter()
-            .map(|(name, layer)| (name.to_owned(), layer))
-            .collect();
+    let expected: BTreeMap<String, usize> = [
+        ("server", 3),
+        ("handlers", 2),
+        ("publish", 2),
+        ("error", 1),
+        ("wrapped", 1),
+    ]
+    .into_iter()
+    .map(|(name, layer)| (name.to_owned(), layer))
+    .collect();
     assert_eq!(table, expected);
     assert_eq!(layers("//! No table.\nmod a;").unwrap(), None);
     assert!(layers("//! # Layers\n//! 1. nothing quoted\n").is_err());

@@ -11,18 +11,18 @@
 //!
 //! # Layers
 //!
-//! A module uses only those in its layer or below (`dsh-repo-checks`'
-//! layering test holds this list to the code):
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
 //!
-//! 7. `serve` — the request loop: reads lines and runs each request
-//! 6. `method` — the method table: which handler answers and how it is run
-//! 5. `handlers` — one module per group of methods
-//! 4. `server` — opens, resumes and shuts down sessions
-//! 3. `children` — the server as its agents' session host
-//! 2. `state` — what the server is built from, its committed route and its
-//!    session registry
 //! 1. `publish`, `error` — the notifications agents publish; the one error
 //!    type every request fails with
+//! 2. `state` — what the server is built from, its committed route and its
+//!    session registry
+//! 3. `children` — the server as its agents' session host
+//! 4. `server` — opens, resumes and shuts down sessions
+//! 5. `handlers` — one module per group of methods
+//! 6. `method` — the method table: which handler answers and how it is run
+//! 7. `serve` — the request loop: reads lines and runs each request
 
 mod children;
 mod error;

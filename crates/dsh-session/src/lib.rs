@@ -17,15 +17,15 @@
 //!
 //! # Layers
 //!
-//! A module uses only those in its layer or below (`dsh-repo-checks`'
-//! layering test holds this list to the code):
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
 //!
-//! 3. `log` — the event log: numbers, times and serialises each event once
-//!    for its observer and its writer
-//! 2. `store`, `attachments` — session logs on disk; prompt images by
-//!    content hash
 //! 1. `private_fs` — the runtime's own files and directories under
 //!    `DSH_HOME`
+//! 2. `store`, `attachments` — session logs on disk; prompt images by
+//!    content hash
+//! 3. `log` — the event log: numbers, times and serialises each event once
+//!    for its observer and its writer
 
 mod log;
 
