@@ -23,13 +23,13 @@ pub(super) fn substitute_agent_ids(reply: &mut Reply, messages: &[Arc<Message>])
             _ => None,
         })
         .collect();
-    for block in &mut reply.blocks {
-        if let Some(call) = &mut block.tool_call
-            && let Some(arguments) = &mut call.arguments
-        {
-            replace_in(arguments, &ids);
+    reply.edit_arguments(&mut |text| {
+        if text.contains(AGENT_PLACEHOLDER) {
+            for (n, id) in ids.iter().enumerate() {
+                *text = text.replace(&format!("{AGENT_PLACEHOLDER}{n}}}}}"), id);
+            }
         }
-    }
+    });
 }
 
 /// What a scripted tool call writes for "the id of the session's latest
@@ -67,27 +67,31 @@ impl Reply {
     }
 
     fn substitute(&mut self, placeholder: &str, with: &str) {
+        self.edit_arguments(&mut |text| {
+            if text.contains(placeholder) {
+                *text = text.replace(placeholder, with);
+            }
+        });
+    }
+
+    /// Applies `edit` to every string in the reply's tool-call arguments.
+    fn edit_arguments(&mut self, edit: &mut impl FnMut(&mut String)) {
         for block in &mut self.blocks {
             if let Some(call) = &mut block.tool_call
                 && let Some(arguments) = &mut call.arguments
             {
-                replace_placeholder_in(arguments, placeholder, with);
+                edit_strings(arguments, edit);
             }
         }
     }
 }
 
-fn replace_placeholder_in(value: &mut Value, placeholder: &str, with: &str) {
+/// Applies `edit` to every string in `value`, however deep.
+fn edit_strings(value: &mut Value, edit: &mut impl FnMut(&mut String)) {
     match value {
-        Value::String(text) if text.contains(placeholder) => {
-            *text = text.replace(placeholder, with);
-        }
-        Value::Array(items) => items
-            .iter_mut()
-            .for_each(|v| replace_placeholder_in(v, placeholder, with)),
-        Value::Object(map) => map
-            .values_mut()
-            .for_each(|v| replace_placeholder_in(v, placeholder, with)),
+        Value::String(text) => edit(text),
+        Value::Array(items) => items.iter_mut().for_each(|v| edit_strings(v, edit)),
+        Value::Object(map) => map.values_mut().for_each(|v| edit_strings(v, edit)),
         _ => {}
     }
 }
@@ -137,19 +141,6 @@ pub(super) fn history_goal_id(messages: &[Arc<Message>]) -> Option<&str> {
     })
 }
 
-fn replace_in(value: &mut Value, ids: &[&str]) {
-    match value {
-        Value::String(text) if text.contains(AGENT_PLACEHOLDER) => {
-            for (n, id) in ids.iter().enumerate() {
-                *text = text.replace(&format!("{AGENT_PLACEHOLDER}{n}}}}}"), id);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| replace_in(v, ids)),
-        Value::Object(map) => map.values_mut().for_each(|v| replace_in(v, ids)),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +170,31 @@ mod tests {
         assert_eq!(
             arguments,
             Some(json!({"job_id": "bash-0123456789abcdef", "wait": true}))
+        );
+    }
+
+    #[test]
+    fn the_agent_placeholder_takes_the_nth_started_subagent() {
+        let started = |id: &str| {
+            Arc::new(Message::Tool(dsh_session::ToolMessage::new(
+                "call",
+                vec![dsh_session::text_block(format!("started subagent {id}"))],
+                false,
+            )))
+        };
+        let mut reply: Reply = serde_json::from_value(json!({"blocks": [{"tool_call": {
+            "name": "send_message",
+            "arguments": {"to": "{{agent:1}}", "all": ["{{agent:0}} and {{agent:1}}", 2]},
+        }}]}))
+        .unwrap();
+        substitute_agent_ids(&mut reply, &[started("child-a"), started("child-b")]);
+        let arguments = reply.blocks[0]
+            .tool_call
+            .as_ref()
+            .and_then(|c| c.arguments.clone());
+        assert_eq!(
+            arguments,
+            Some(json!({"to": "child-b", "all": ["child-a and child-b", 2]}))
         );
     }
 
