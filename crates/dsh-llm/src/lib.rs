@@ -12,6 +12,22 @@
 //! [`deepseek`]) and `openai-compatible` (chat completions, see [`openai`]).
 //! Failed attempts are retried by the agent under a [`RetryPolicy`].
 //! [`search`] is the web search client of the `web_search` tool.
+//!
+//! # Layers
+//!
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
+//!
+//! 1. `sse`, `chunk`, `accumulate`, `record`, `provider`, `route`, `retry`,
+//!    `limits` — server-sent events; the stream's chunks, the settled
+//!    message and the durable stream record; the `Provider` trait, routes,
+//!    the retry policy and reply limits
+//! 2. `http`, `long` — the HTTP side the providers share (requests,
+//!    streamed bodies, error bodies, `retry-after`); long texts written
+//!    into request bodies
+//! 3. `deepseek`, `openai`, `scripted`, `search` — the providers, and the
+//!    web search client
+//! 4. `registry` — mounts the provider a route names
 
 mod accumulate;
 mod chunk;

@@ -36,6 +36,23 @@
 //!     other => panic!("unexpected {other:?}"),
 //! }
 //! ```
+//!
+//! # Layers
+//!
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
+//!
+//! 1. `surrogates`, `id`, `reader` — lone surrogates carried through
+//!    strings; request ids; the line reader
+//! 2. `message`, `lenient`, `rope` — the messages events carry; JSON read
+//!    as `JSON.parse` reads it; serialised JSON kept in shared segments
+//! 3. `catalog`, `methods` — the event vocabulary; every method's params
+//!    and result
+//! 4. `notifications` — the four notifications
+//! 5. `outgoing` — the exact bytes of responses, errors and notifications
+//! 6. `writer`, `id_scan` — the one writer of the protocol fd; the id of a
+//!    line that is not JSON
+//! 7. `incoming` — a line read as the official runtime reads it
 
 mod id;
 mod id_scan;

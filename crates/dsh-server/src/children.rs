@@ -2,7 +2,7 @@
 //! the same store, published to the same client and registered with the
 //! root sessions, so the client can wait on, prompt or resume them by id.
 
-use crate::server::{Server, ServerInner};
+use crate::state::ServerInner;
 use dsh_agent::{Agent, HostError, SessionHost};
 use dsh_session::store::{SessionHeader, SessionWriter};
 use dsh_session::{EventLog, EventObserver};
@@ -12,10 +12,9 @@ use std::sync::{Arc, Weak};
 pub(crate) struct ChildHost(pub Weak<ServerInner>);
 
 impl ChildHost {
-    fn server(&self) -> Result<Server, HostError> {
+    fn server(&self) -> Result<Arc<ServerInner>, HostError> {
         self.0
             .upgrade()
-            .map(Server::from_inner)
             .ok_or_else(|| HostError("the runtime is shutting down".to_owned()))
     }
 }
@@ -23,7 +22,7 @@ impl ChildHost {
 impl SessionHost for ChildHost {
     fn create_log(&self, header: &SessionHeader) -> Result<EventLog, HostError> {
         let server = self.server()?;
-        let config = &server.inner().config;
+        let config = &server.config;
         let writer = SessionWriter::create(&config.store, header, config.encoding)
             .map_err(|err| HostError(err.to_string()))?;
         Ok(EventLog::new(header.id.clone(), None).with_writer(writer))

@@ -9,9 +9,20 @@
 //! their [`dsh_protocol::methods`] types; every failure is one [`RpcError`],
 //! mapped once to a `-32603` error frame.
 //!
-//! Modules only use the ones below them: `serve` (the request loop) →
-//! `method` (the table) → `handlers` → `server` (the session registry),
-//! `publish`, `error`.
+//! # Layers
+//!
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
+//!
+//! 1. `publish`, `error` — the notifications agents publish; the one error
+//!    type every request fails with
+//! 2. `state` — what the server is built from, its committed route and its
+//!    session registry
+//! 3. `children` — the server as its agents' session host
+//! 4. `server` — opens, resumes and shuts down sessions
+//! 5. `handlers` — one module per group of methods
+//! 6. `method` — the method table: which handler answers and how it is run
+//! 7. `serve` — the request loop: reads lines and runs each request
 
 mod children;
 mod error;
@@ -20,7 +31,9 @@ mod method;
 mod publish;
 mod serve;
 mod server;
+mod state;
 
 pub use error::RpcError;
 pub use serve::{Exit, serve};
-pub use server::{Server, ServerConfig};
+pub use server::Server;
+pub use state::ServerConfig;

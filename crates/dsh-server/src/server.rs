@@ -3,57 +3,18 @@
 use crate::children::ChildHost;
 use crate::error::RpcError;
 use crate::publish::Publisher;
-use dsh_agent::{Agent, AgentConfig, Lineage, ParentLink, Profile, Start};
-use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
+use crate::state::{Initialized, Registry, ServerConfig, ServerInner};
+use dsh_agent::{Agent, AgentConfig, Lineage, ParentLink, Start};
 use dsh_protocol::catalog::{SessionEvent, SubagentCatalog, SubagentProvider};
 use dsh_protocol::{FrameWriter, Outgoing, RequestId};
 use dsh_session::store::{
-    Encoding, ReadLog, ResumeFacts, ResumeScan, SessionHeader, SessionStore, SessionWriter,
+    ReadLog, ResumeFacts, ResumeScan, SessionHeader, SessionStore, SessionWriter,
 };
 use dsh_session::{EventLog, EventObserver, now_ms};
-use dsh_tools::ToolSet;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-
-/// What the process-wide server is built from.
-pub struct ServerConfig {
-    /// The profile every agent runs with.
-    pub profile: Arc<Profile>,
-    /// Mounts providers for `initialize` routes.
-    pub registry: ProviderRegistry,
-    /// Where sessions are stored (`DSH_HOME/sessions`).
-    pub store: SessionStore,
-    /// How session logs are encoded (zstd in `sdk`, plain in `sdk-minimal`).
-    pub encoding: Encoding,
-    /// The profile's tool library.
-    pub tools: Arc<ToolSet>,
-    /// How failed model attempts are retried.
-    pub retry: RetryPolicy,
-    /// The runtime process's cwd, against which a relative `initialize.cwd`
-    /// resolves.
-    pub process_cwd: PathBuf,
-}
-
-/// The route and workspace committed by the last successful `initialize`.
-#[derive(Clone)]
-pub(crate) struct Initialized {
-    pub route: Route,
-    pub provider: Arc<dyn Provider>,
-    pub cwd: PathBuf,
-}
-
-#[derive(Default)]
-pub(crate) struct Registry {
-    pub initialized: Option<Initialized>,
-    pub sessions: HashMap<String, Arc<Agent>>,
-    /// Sessions being resumed (their log is read off the request loop).
-    pub opening: HashSet<String>,
-    pub shutting_down: bool,
-}
+use std::sync::{Arc, MutexGuard};
 
 /// The SDK server: method handlers over a session registry.
 #[derive(Clone)]
@@ -61,23 +22,11 @@ pub struct Server {
     inner: Arc<ServerInner>,
 }
 
-pub(crate) struct ServerInner {
-    pub writer: FrameWriter,
-    pub config: ServerConfig,
-    muted: Arc<AtomicBool>,
-    state: Mutex<Registry>,
-}
-
 impl Server {
     /// A server writing frames to `writer`.
     pub fn new(config: ServerConfig, writer: FrameWriter) -> Self {
         Self {
-            inner: Arc::new(ServerInner {
-                writer,
-                config,
-                muted: Arc::new(AtomicBool::new(false)),
-                state: Mutex::new(Registry::default()),
-            }),
+            inner: Arc::new(ServerInner::new(config, writer)),
         }
     }
 
@@ -85,24 +34,12 @@ impl Server {
         &self.inner
     }
 
-    pub(crate) fn from_inner(inner: Arc<ServerInner>) -> Self {
-        Self { inner }
-    }
-
     pub(crate) fn registry(&self) -> MutexGuard<'_, Registry> {
-        // Every critical section leaves the registry consistent; recover
-        // from a panic elsewhere rather than wedge the process.
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner.registry()
     }
 
     pub(crate) fn publisher(&self) -> Arc<Publisher> {
-        Arc::new(Publisher::new(
-            self.inner.writer.clone(),
-            Arc::clone(&self.inner.muted),
-        ))
+        self.inner.publisher()
     }
 
     fn agent_config(
@@ -319,7 +256,7 @@ impl Server {
     /// Stops everything: no further notifications, agents disposed (running
     /// turns are cancelled). Idempotent.
     pub fn shutdown(&self) {
-        self.inner.muted.store(true, Ordering::SeqCst);
+        self.inner.mute();
         let sessions = {
             let mut registry = self.registry();
             registry.shutting_down = true;

@@ -14,6 +14,18 @@
 //! [`attachments`] keeps prompt images by content hash.
 //! [`private_fs`] creates and opens the runtime's files under `DSH_HOME`
 //! (0600 / 0700, no symbolic links, owned by the runtime).
+//!
+//! # Layers
+//!
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
+//!
+//! 1. `private_fs` — the runtime's own files and directories under
+//!    `DSH_HOME`
+//! 2. `store`, `attachments` — session logs on disk; prompt images by
+//!    content hash
+//! 3. `log` — the event log: numbers, times and serialises each event once
+//!    for its observer and its writer
 
 mod log;
 

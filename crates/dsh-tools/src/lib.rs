@@ -39,6 +39,29 @@
 //!
 //! `examples/sandbox_exec.rs` is exactly that, and is the launcher the
 //! crate's tests use.
+//!
+//! # Layers
+//!
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
+//!
+//! 1. `mode`, `host`, `output`, `regular`, `paths`, `lines`, `html`,
+//!    `web_guard`, `foreign_job` — the permission mode; the sink for tool
+//!    events; what a call produces; regular files read to a bound; path
+//!    resolution; line splitting; HTML to text; `web_fetch`'s network
+//!    guard; jobs run outside this library
+//! 2. `sandbox`, `beneath`, `args` — the confinement of `bash`; files
+//!    opened beneath the workspace root; arguments checked against a schema
+//! 3. `jobs`, `config` — background shell jobs; the settings a tool set
+//!    shares
+//! 4. `shell` — the persistent `bash` of `sdk-minimal`
+//! 5. `session` — per-session tool state
+//! 6. `context` — everything a call may use besides its arguments
+//! 7. `approval`, `toolset` — requests for a wider sandbox; the `Tool`
+//!    trait and the tool set
+//! 8. `write_guard` — the rules `write` and `edit` enforce before touching
+//!    a file
+//! 9. `tools` — the model-visible tools, one module each
 
 mod approval;
 mod args;

@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Function, Persistent, Promise, Runtime, Value};
 use rustix::time::{ClockId, clock_gettime};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::errors::{ScriptFile, is_out_of_memory};
+use crate::eval_options::global_script;
 use crate::natives::Host;
 use crate::result::{ResultError, to_json};
 use crate::{Event, Limits, Reply, RunError, Script, prelude};
@@ -77,16 +77,6 @@ enum Stop {
     Cpu,
     /// The host cancelled.
     Cancelled,
-}
-
-/// Options to evaluate global code from the file `filename`.
-pub(crate) fn global_script(filename: &str, strict: bool) -> EvalOptions {
-    let mut options = EvalOptions::default();
-    options.global = true;
-    options.strict = strict;
-    options.promise = false;
-    options.filename = Some(filename.to_owned());
-    options
 }
 
 /// This thread's CPU time.

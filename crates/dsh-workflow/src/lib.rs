@@ -30,9 +30,24 @@
 //! }
 //! # }
 //! ```
+//!
+//! # Layers
+//!
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
+//!
+//! 1. `schema`, `limits`, `eval_options` — the JSON-schema subset of
+//!    structured output; the run's limits; how global code is evaluated
+//! 2. `natives`, `result`, `errors` — the native hooks' side of agent calls
+//!    and logs; the script's result as JSON; exceptions as error text
+//! 3. `prelude` — the script's globals: the JavaScript prelude, called with
+//!    the native hooks
+//! 4. `engine` — the engine thread: the QuickJS runtime with its limits and
+//!    the loop that runs the script's jobs and the host's answers
 
 mod engine;
 mod errors;
+mod eval_options;
 mod limits;
 mod natives;
 mod prelude;

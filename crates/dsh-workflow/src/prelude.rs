@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use rquickjs::{Ctx, Function, Value};
 
-use crate::engine::global_script;
+use crate::eval_options::global_script;
 use crate::natives::Host;
 
 /// The prelude's source: one function expression.

@@ -1,4 +1,14 @@
 //! `dsh`: the DeepSeek Harness SDK runtime as one native binary.
+//!
+//! # Layers
+//!
+//! Layer 1 is the bottom; a module uses only those in its layer or below
+//! (`dsh-repo-checks`' layering test holds this list to the code):
+//!
+//! 1. `cli`, `home`, `stdio` — the launcher grammar; `DSH_HOME` at launch;
+//!    the protocol channel made impossible to corrupt
+//! 2. `launch` — everything decided before the runtime starts
+//! 3. `headless` — `dsh headless`: one task from the command line
 
 mod cli;
 mod headless;

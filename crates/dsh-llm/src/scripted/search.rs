@@ -21,7 +21,7 @@
 //! its user text (an entry without `when` matches any request). Without
 //! `results` the answer has no result block.
 
-use super::ScriptedError;
+use super::failure::ScriptedError;
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! whose `when` occurs in one of the request's user prompts, else the
 //! top-level `replies`.
 
-use super::{Reply, Scenario};
+use super::scenario::{Reply, Scenario};
 use std::fmt;
 
 /// Names a script of a scenario.

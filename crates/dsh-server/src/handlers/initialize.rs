@@ -1,7 +1,8 @@
 //! `initialize`.
 
 use crate::error::RpcError;
-use crate::server::{Initialized, Server};
+use crate::server::Server;
+use crate::state::Initialized;
 use dsh_llm::Route;
 use dsh_protocol::JsonObject;
 use dsh_protocol::methods::{InitializeParams, InitializeResult, SERVER_NAME, ServerInfo};

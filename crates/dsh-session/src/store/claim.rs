@@ -7,9 +7,8 @@
 //! turns later. The log itself still appears only at the first write.
 
 use super::error::StoreError;
-use super::layout::{
-    LOCK_FILE, PROJECT_DIR, SESSION_DIR, SESSIONS_DIR, SessionLocation, SessionStore, probe,
-};
+use super::files::LOCK_FILE;
+use super::layout::{PROJECT_DIR, SESSION_DIR, SESSIONS_DIR, SessionLocation, SessionStore, probe};
 use super::lock::{CreationLock, SessionLock};
 use crate::private_fs::{create_dir, create_dir_all};
 use std::fs;

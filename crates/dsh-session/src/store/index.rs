@@ -152,7 +152,7 @@ impl SessionIndex {
                 let Some(segment) = segment.to_str() else {
                     continue;
                 };
-                let has_log = [super::layout::ZSTD_FILE, super::layout::PLAIN_FILE]
+                let has_log = [super::files::ZSTD_FILE, super::files::PLAIN_FILE]
                     .iter()
                     .any(|file| fs::symlink_metadata(session.path().join(file)).is_ok());
                 if has_log || self.project_of(segment)?.is_none() {

@@ -2,19 +2,13 @@
 //! finding one by id.
 
 use super::error::StoreError;
+use super::files::{LOCK_FILE, PLAIN_FILE, ZSTD_FILE};
 use super::index::{SessionIndex, is_project_name};
 use super::names::{encode_session_id, project_key};
 use crate::private_fs::{file_exists, verify_dir};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// The lock file of a session directory (empty, never deleted).
-pub const LOCK_FILE: &str = "session.lock";
-/// The plain log file name (profile `sdk-minimal`).
-pub const PLAIN_FILE: &str = "session.v4.jsonl";
-/// The zstd log file name (profile `sdk`).
-pub const ZSTD_FILE: &str = "session.v4.jsonl.zstd";
 
 /// What a session log is called in errors.
 pub(crate) const LOG_WHAT: &str = "session log";

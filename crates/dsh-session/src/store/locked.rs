@@ -1,6 +1,8 @@
 //! A stored session read under its lock, before anything is written:
 //! [`LockedSession`] (its events kept), [`LockedLog`] (its events
-//! visited), both a [`Locked`].
+//! visited), both a [`Locked`], and the [`SessionWriter`] constructors that
+//! start from one ([`SessionWriter::resume`], [`SessionWriter::lock_stored`],
+//! [`SessionWriter::lock_each`]).
 
 use super::error::StoreError;
 use super::header::SessionHeader;
@@ -114,5 +116,35 @@ impl LockedLog {
         Self::take(location, |location| {
             SessionReader::read_each(location, visit)
         })
+    }
+}
+
+/// The ways to reopen a stored session that lock it before reading it.
+impl SessionWriter {
+    /// Takes the lock of the log at `location`, then reads it and reopens it
+    /// for appending (as [`open_append`](Self::open_append), without the
+    /// window between reading and locking).
+    pub fn resume(location: &SessionLocation) -> Result<(Self, StoredSession), StoreError> {
+        Self::lock_stored(location)?.into_writer()
+    }
+
+    /// Takes the lock of the log at `location` and reads it, without
+    /// changing anything on disk yet: the caller can check the stored
+    /// session (its workspace, say) before
+    /// [`LockedSession::into_writer`] repairs a torn tail and reopens it
+    /// for appending, or drop it to release the lock.
+    pub fn lock_stored(location: &SessionLocation) -> Result<LockedSession, StoreError> {
+        LockedSession::lock(location)
+    }
+
+    /// As [`lock_stored`](Self::lock_stored), handing the events to `visit`
+    /// as they are read instead of keeping them (see
+    /// [`SessionReader::read_each`](super::SessionReader::read_each)): resuming a long log this way keeps
+    /// only what the visitor keeps.
+    pub fn lock_each<D: serde::de::DeserializeOwned>(
+        location: &SessionLocation,
+        visit: impl FnMut(SessionEvent<D>),
+    ) -> Result<LockedLog, StoreError> {
+        LockedLog::lock(location, visit)
     }
 }

@@ -1,25 +1,23 @@
 //! The one write handle of a session log: [`SessionWriter`].
 
+mod batch;
+mod replace;
+
 use super::claim::{Claim, claim};
 use super::compress;
 use super::error::StoreError;
-use super::fsutil::{create_temp, sync_data, sync_dir};
+use super::fsutil::sync_data;
 use super::header::{FORMAT_VERSION, SessionHeader};
-use super::layout::{Encoding, LOG_WHAT, SessionLocation, SessionStore, probe};
+use super::layout::{Encoding, LOG_WHAT, SessionLocation, SessionStore};
 use super::lock::SessionLock;
-use super::locked::{LockedLog, LockedSession};
 use super::reader::{StoredSession, TailFix};
 use crate::private_fs::open_file;
 use dsh_protocol::JsonRope;
 use dsh_protocol::catalog::SessionEvent;
+use replace::{rewrite_tail, sync_dirs};
 use serde_json::value::RawValue;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-
-/// A buffer whose capacity grew past this (a large batch) is given back
-/// after its batch is written, so an idle session keeps no large buffer.
-const KEEP_CAPACITY: usize = 1024;
 
 /// Event lines at least this long, with nothing buffered before them, are
 /// written straight from the caller's bytes ([`SessionWriter::append_rope`]).
@@ -238,33 +236,6 @@ impl SessionWriter {
         Self::reopen(location, lock, &stored.tail)
     }
 
-    /// Takes the lock of the log at `location`, then reads it and reopens it
-    /// for appending (as [`open_append`](Self::open_append), without the
-    /// window between reading and locking).
-    pub fn resume(location: &SessionLocation) -> Result<(Self, StoredSession), StoreError> {
-        Self::lock_stored(location)?.into_writer()
-    }
-
-    /// Takes the lock of the log at `location` and reads it, without
-    /// changing anything on disk yet: the caller can check the stored
-    /// session (its workspace, say) before
-    /// [`LockedSession::into_writer`] repairs a torn tail and reopens it
-    /// for appending, or drop it to release the lock.
-    pub fn lock_stored(location: &SessionLocation) -> Result<LockedSession, StoreError> {
-        LockedSession::lock(location)
-    }
-
-    /// As [`lock_stored`](Self::lock_stored), handing the events to `visit`
-    /// as they are read instead of keeping them (see
-    /// [`SessionReader::read_each`](super::SessionReader::read_each)): resuming a long log this way keeps
-    /// only what the visitor keeps.
-    pub fn lock_each<D: serde::de::DeserializeOwned>(
-        location: &SessionLocation,
-        visit: impl FnMut(SessionEvent<D>),
-    ) -> Result<LockedLog, StoreError> {
-        LockedLog::lock(location, visit)
-    }
-
     pub(crate) fn reopen(
         location: &SessionLocation,
         lock: SessionLock,
@@ -454,174 +425,6 @@ impl SessionWriter {
             id: self.location.id.clone(),
         }
     }
-
-    /// The bytes of one batch as stored: `None` for plain logs (the buffer
-    /// itself). In zstd logs every batch is one frame, and the header line
-    /// is always a frame of its own (the official reader requires the first
-    /// frame to hold exactly the header line).
-    fn encode(&self, header_frame: bool) -> Result<Option<Vec<u8>>, StoreError> {
-        if self.location.encoding == Encoding::Plain {
-            return Ok(None);
-        }
-        let split = if header_frame {
-            self.buf
-                .iter()
-                .position(|b| *b == b'\n')
-                .map_or(self.buf.len(), |i| i + 1)
-        } else {
-            0
-        };
-        let mut out = Vec::new();
-        for part in [&self.buf[..split], &self.buf[split..]] {
-            if !part.is_empty() {
-                out.extend_from_slice(&compress::frame(part, &self.location.file)?);
-            }
-        }
-        Ok(Some(out))
-    }
-
-    /// Writes the log of a claimed session: the buffered header and events.
-    fn first_write(&mut self) -> Result<(), StoreError> {
-        let dir = self.location.dir.clone();
-        // Only a handle holding the lock writes a log, and this one has held
-        // it since before the directory could hold one; this guards against
-        // a writer that ignores the lock.
-        if probe(&self.location.id, &dir)?.is_some() {
-            return Err(StoreError::AlreadyExists {
-                id: self.location.id.clone(),
-            });
-        }
-        let encoded = self.encode(true)?;
-        let bytes = encoded.as_deref().unwrap_or(&self.buf);
-        let temp = temp_path(&self.location.file);
-        let mut file = create_temp(&temp)?;
-        let written = file
-            .write_all(bytes)
-            .map_err(|e| StoreError::io("write", &temp, e))
-            .and_then(|()| {
-                fs::rename(&temp, &self.location.file)
-                    .map_err(|e| StoreError::io("rename", &temp, e))
-            });
-        if let Err(err) = written {
-            let _ = fs::remove_file(&temp);
-            return Err(err);
-        }
-        let len = bytes.len() as u64;
-        let Sink::Claimed { claim, .. } =
-            std::mem::replace(&mut self.sink, Sink::Poisoned { _lock: None })
-        else {
-            // Only called from `flush` on a claimed sink.
-            return Err(self.poisoned());
-        };
-        let mut unsynced_dirs = claim.unsynced_dirs;
-        unsynced_dirs.push(dir);
-        self.sink = Sink::Open(OpenLog {
-            file,
-            _lock: claim.lock,
-            len,
-            unsynced_dirs,
-        });
-        self.written();
-        Ok(())
-    }
-
-    /// Empties the buffer after its batch was written, giving back the
-    /// memory of a large batch.
-    fn written(&mut self) {
-        self.buf.clear();
-        if self.buf.capacity() > KEEP_CAPACITY {
-            self.buf = Vec::new();
-        }
-        self.buffered = 0;
-    }
-
-    /// Appends the buffered batch to the open log.
-    fn write_batch(&mut self) -> Result<(), StoreError> {
-        let encoded = self.encode(false)?;
-        let buf = std::mem::take(&mut self.buf);
-        let result = self.write_open(encoded.as_deref().unwrap_or(&buf));
-        self.buf = buf;
-        if result.is_ok() {
-            self.written();
-        }
-        result
-    }
-
-    /// Appends `bytes` (one or more complete batches, as stored) to the open
-    /// log with one write; a failed write is cut back, or poisons the writer
-    /// if even that fails.
-    fn write_open(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
-        self.write_open_with(|out| out.write_all(bytes))
-    }
-
-    /// Appends what `write` writes (complete batches) to the open log; a
-    /// failed write is cut back to the length before it, or poisons the
-    /// writer if even that fails.
-    fn write_open_with(
-        &mut self,
-        write: impl FnOnce(&mut Counted<'_>) -> io::Result<()>,
-    ) -> Result<(), StoreError> {
-        #[cfg(test)]
-        if self.failing_writes > 0 {
-            self.failing_writes -= 1;
-            return Err(StoreError::io(
-                "write",
-                &self.location.file,
-                io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error()),
-            ));
-        }
-        let Sink::Open(log) = &mut self.sink else {
-            return Err(self.poisoned());
-        };
-        let mut out = Counted {
-            file: &mut log.file,
-            written: 0,
-        };
-        let result = write(&mut out);
-        let written = out.written;
-        match result {
-            Ok(()) => {
-                log.len += written;
-                Ok(())
-            }
-            Err(err) => {
-                let error = StoreError::io("write", &self.location.file, err);
-                if log.file.set_len(log.len).is_err()
-                    && let Sink::Open(log) =
-                        std::mem::replace(&mut self.sink, Sink::Poisoned { _lock: None })
-                {
-                    self.sink = Sink::Poisoned {
-                        _lock: Some(log._lock),
-                    };
-                }
-                Err(error)
-            }
-        }
-    }
-}
-
-/// The open log file, counting the bytes written to it.
-struct Counted<'a> {
-    file: &'a mut File,
-    written: u64,
-}
-
-impl Write for Counted<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        let n = self.file.write_vectored(bufs)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
-    }
 }
 
 impl Drop for SessionWriter {
@@ -638,51 +441,6 @@ impl Drop for SessionWriter {
     }
 }
 
-/// `<file>.tmp` beside `file`.
-fn temp_path(file: &Path) -> PathBuf {
-    let mut name = file
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".tmp");
-    file.with_file_name(name)
-}
-
-/// `fsync`s and forgets every directory in `dirs`.
-fn sync_dirs(dirs: &mut Vec<PathBuf>) -> Result<(), StoreError> {
-    while let Some(dir) = dirs.last() {
-        sync_dir(dir)?;
-        dirs.pop();
-    }
-    Ok(())
-}
-
-/// Replaces everything after the first `keep` bytes of a zstd log with one
-/// frame holding `salvaged`, via a synced temporary file renamed over it.
-fn rewrite_tail(location: &SessionLocation, keep: u64, salvaged: &[u8]) -> Result<(), StoreError> {
-    let source = open_file(LOG_WHAT, &location.file, OpenOptions::new().read(true))?;
-    let temp = temp_path(&location.file);
-    let result = (|| {
-        let mut out = create_temp(&temp)?;
-        let copied = io::copy(&mut source.take(keep), &mut out)
-            .map_err(|e| StoreError::io("copy", &location.file, e))?;
-        if copied != keep {
-            return Err(StoreError::Stale {
-                file: location.file.clone(),
-            });
-        }
-        let frame = compress::frame(salvaged, &location.file)?;
-        out.write_all(&frame)
-            .map_err(|e| StoreError::io("write", &temp, e))?;
-        sync_data(&out, &temp)?;
-        fs::rename(&temp, &location.file).map_err(|e| StoreError::io("rename", &temp, e))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -692,13 +450,5 @@ mod tests {
         fn send<T: Send>() {}
         send::<SessionWriter>();
         send::<StoredSession>();
-    }
-
-    #[test]
-    fn temp_files_sit_beside_the_log() {
-        assert_eq!(
-            temp_path(Path::new("/d/session.v4.jsonl.zstd")),
-            Path::new("/d/session.v4.jsonl.zstd.tmp")
-        );
     }
 }
