@@ -7,6 +7,7 @@ use crate::{ChunkSender, LlmFailure, Millis, ReplyCap, ReplyLimits, StreamChunk}
 use futures_util::StreamExt;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// The `user-agent` of every model request.
@@ -46,6 +47,10 @@ pub fn base_url(url: &str) -> Result<String, BaseUrlError> {
 }
 
 /// The HTTP client shared by a provider: no redirects, rustls with ring.
+///
+/// Building it loads the platform's TLS root certificates (hundreds of
+/// file operations under `/etc/ssl`), so providers hold a [`LazyClient`]
+/// that builds it on their first request rather than at start-up.
 pub fn client() -> Result<reqwest::Client, reqwest::Error> {
     // Installing the process-wide crypto provider fails harmlessly when one
     // is already installed.
@@ -56,20 +61,59 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
         .build()
 }
 
+/// The [`client`] of one provider, built on first use: mounting a provider
+/// (or launching the runtime) reads no certificate, its first request does.
+/// Clones share the one client. A failed build is not kept: the next
+/// request tries again.
+#[derive(Debug, Clone, Default)]
+pub struct LazyClient {
+    cell: Arc<OnceLock<reqwest::Client>>,
+}
+
+impl LazyClient {
+    /// A client not yet built.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The client, built now if this is its first use. Building reads
+    /// files: call it from a request's task, not from a provider's
+    /// non-blocking `start`.
+    pub fn get(&self) -> Result<&reqwest::Client, reqwest::Error> {
+        if let Some(client) = self.cell.get() {
+            return Ok(client);
+        }
+        // Two first requests at once may both build; one client is kept.
+        let built = client()?;
+        Ok(self.cell.get_or_init(|| built))
+    }
+
+    /// The client of `provider`'s request: a build failure is a
+    /// `TRANSPORT` failure (retried like one) whose message is the one
+    /// `initialize` gave when providers built their clients at mount.
+    pub fn for_request(&self, provider: &str) -> Result<&reqwest::Client, LlmFailure> {
+        self.get().map_err(|err| {
+            tracing::warn!("{provider}: cannot create an HTTP client: {}", causes(&err));
+            LlmFailure::new(
+                LlmFailureCode::Transport,
+                format!("provider \"{provider}\": cannot create an HTTP client: {err}"),
+            )
+        })
+    }
+
+    /// Whether the client has been built (by a first request).
+    #[cfg(test)]
+    pub fn is_built(&self) -> bool {
+        self.cell.get().is_some()
+    }
+}
+
 /// A transport failure (`TRANSPORT`, or `TIMEOUT` for timeouts). The wire
 /// message is the official one (`<label> transport failed`); the cause
 /// chain goes to the diagnostics log. URLs never carry credentials and keys
 /// travel only in headers, so no secret can appear in either.
 pub fn transport_failure(label: &str, err: &reqwest::Error) -> LlmFailure {
-    let mut cause = String::new();
-    let mut source: Option<&dyn std::error::Error> = Some(err);
-    while let Some(e) = source {
-        if !cause.is_empty() {
-            cause.push_str(": ");
-        }
-        cause.push_str(&e.to_string());
-        source = e.source();
-    }
+    let cause = causes(err);
     if err.is_timeout() {
         return LlmFailure::new(
             LlmFailureCode::Timeout,
@@ -81,6 +125,22 @@ pub fn transport_failure(label: &str, err: &reqwest::Error) -> LlmFailure {
         LlmFailureCode::Transport,
         format!("{label} transport failed"),
     )
+}
+
+/// An error's message followed by its causes, `: `-separated (URLs never
+/// carry credentials and keys travel only in headers, so no secret can
+/// appear).
+pub(crate) fn causes(err: &reqwest::Error) -> String {
+    let mut text = String::new();
+    let mut source: Option<&dyn std::error::Error> = Some(err);
+    while let Some(e) = source {
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }
 
 /// Maps a non-2xx response to a failure: the body's `error.message` (or
@@ -319,10 +379,46 @@ async fn read_sse(
     }
 }
 
+/// A server on 127.0.0.1 that answers every connection with HTTP 500 and
+/// an `api_error` body; returns its base URL (`http://127.0.0.1:<port>`).
+#[cfg(test)]
+pub(crate) fn failing_server() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            // The request is small: one read takes its head, which is all
+            // that matters before the answer.
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf);
+            let body = r#"{"type":"error","error":{"type":"api_error","message":"down"}}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn a_lazy_client_is_built_once_on_first_use_and_shared_by_clones() {
+        let lazy = LazyClient::new();
+        let clone = lazy.clone();
+        assert!(!lazy.is_built() && !clone.is_built());
+        let first: *const reqwest::Client = clone.get().unwrap();
+        assert!(lazy.is_built(), "a clone's first use builds the one client");
+        let again: *const reqwest::Client = lazy.for_request("p").unwrap();
+        assert_eq!(first, again, "built once");
+    }
 
     fn failure(status: u16, body: &str) -> LlmFailure {
         let mut headers = HeaderMap::new();

@@ -42,14 +42,6 @@ pub enum RouteError {
         "provider \"openai-compatible\" needs a base URL: set DSH_OPENAI_BASE_URL (or OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1"
     )]
     MissingBaseUrl,
-    /// The HTTP client could not be built.
-    #[error("provider \"{provider}\": cannot create an HTTP client: {message}")]
-    Client {
-        /// Provider name.
-        provider: String,
-        /// Why.
-        message: String,
-    },
 }
 
 /// Everything providers take from the launch environment.
@@ -105,12 +97,6 @@ impl ProviderRegistry {
                 effort: effort.clone(),
             });
         }
-        let client = |provider: &str| {
-            http::client().map_err(|e| RouteError::Client {
-                provider: provider.to_owned(),
-                message: e.to_string(),
-            })
-        };
         let base = |provider: &str, url: &str| {
             http::base_url(url).map_err(|source| RouteError::BaseUrl {
                 provider: provider.to_owned(),
@@ -132,7 +118,7 @@ impl ProviderRegistry {
                     limits: self.env.limits,
                     attachments: self.attachments.clone(),
                 };
-                Arc::new(DeepSeekOfficial::new(config, client(deepseek::NAME)?))
+                Arc::new(DeepSeekOfficial::new(config))
             }
             openai::NAME => {
                 let url = self
@@ -146,7 +132,7 @@ impl ProviderRegistry {
                     idle_timeout: self.env.idle_timeout,
                     limits: self.env.limits,
                 };
-                Arc::new(OpenAiCompatible::new(config, client(openai::NAME)?))
+                Arc::new(OpenAiCompatible::new(config))
             }
             other => return Err(RouteError::NoAdapter(other.to_owned())),
         })

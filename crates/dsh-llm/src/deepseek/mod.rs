@@ -53,15 +53,17 @@ impl DeepSeekConfig {
 /// DeepSeek's Messages API route.
 pub struct DeepSeekOfficial {
     config: Arc<DeepSeekConfig>,
-    client: reqwest::Client,
+    /// Built at the first request, not at mount.
+    client: http::LazyClient,
 }
 
 impl DeepSeekOfficial {
-    /// A provider over `config`.
-    pub fn new(config: DeepSeekConfig, client: reqwest::Client) -> Self {
+    /// A provider over `config`; its HTTP client (and so the TLS roots)
+    /// is built at its first request.
+    pub fn new(config: DeepSeekConfig) -> Self {
         Self {
             config: Arc::new(config),
-            client,
+            client: http::LazyClient::new(),
         }
     }
 }
@@ -111,6 +113,10 @@ impl Provider for DeepSeekOfficial {
             // history text) is gone before the request is sent.
             let bytes = match body.into_bytes(LABEL) {
                 Ok(bytes) => bytes,
+                Err(failure) => return fail(&out, failure),
+            };
+            let client = match client.for_request(NAME) {
+                Ok(client) => client,
                 Err(failure) => return fail(&out, failure),
             };
             let mut post = client
@@ -216,5 +222,52 @@ mod tests {
             "https://api.deepseek.com/anthropic/v1/messages"
         );
         assert_eq!(config("http://h/v1").messages_url(), "http://h/v1/messages");
+    }
+
+    /// The provider's first request, against `base`: its finishing failure.
+    async fn first_request(provider: &dyn Provider) -> LlmFailure {
+        let (out, mut chunks) = tokio::sync::mpsc::unbounded_channel();
+        provider.start(
+            ModelRequest {
+                session_id: "s".into(),
+                route: crate::Route {
+                    provider: NAME.into(),
+                    model: "m".into(),
+                    reasoning_effort: None,
+                    max_tokens: None,
+                },
+                system: "sys".into(),
+                messages: Vec::new(),
+                tools: Arc::new(Vec::new()),
+                compact: false,
+            },
+            out,
+        );
+        while let Some(chunk) = chunks.recv().await {
+            if let StreamChunk::Finish {
+                reason: FinishReason::Error { failure },
+                ..
+            } = chunk
+            {
+                return failure;
+            }
+        }
+        panic!("no failure");
+    }
+
+    #[tokio::test]
+    async fn the_http_client_is_built_at_the_first_request_not_at_mount() {
+        let provider = DeepSeekOfficial::new(DeepSeekConfig {
+            base_url: http::failing_server(),
+            api_key: Some("sk-test".into()),
+            idle_timeout: Duration::from_secs(10),
+            limits: ReplyLimits::default(),
+            attachments: AttachmentStore::new(std::path::Path::new("/nonexistent")),
+        });
+        assert!(!provider.client.is_built(), "mounting builds no client");
+        let failure = first_request(&provider).await;
+        assert_eq!(failure.code.to_string(), "SERVER", "{failure:?}");
+        assert_eq!(failure.message, "down");
+        assert!(provider.client.is_built(), "the first request built it");
     }
 }

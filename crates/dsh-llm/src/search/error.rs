@@ -47,7 +47,4 @@ pub enum SearchSetupError {
     /// The base URL is unusable.
     #[error("{0}")]
     BaseUrl(String),
-    /// The HTTP client could not be built.
-    #[error("cannot create an HTTP client: {0}")]
-    Client(String),
 }

@@ -93,20 +93,21 @@ impl SearchConfig {
 pub struct SearchClient {
     config: SearchConfig,
     endpoint: String,
-    client: reqwest::Client,
+    /// Built at the first search, not at launch.
+    client: http::LazyClient,
 }
 
 impl SearchClient {
     /// A client over `config`; refuses a base URL that is not http(s) or
-    /// carries credentials, a query or a fragment.
+    /// carries credentials, a query or a fragment. Its HTTP client (and so
+    /// the TLS roots) is built at the first search.
     pub fn new(config: SearchConfig) -> Result<Self, SearchSetupError> {
         let base = http::base_url(&config.base_url)
             .map_err(|e| SearchSetupError::BaseUrl(e.to_string()))?;
-        let client = http::client().map_err(|e| SearchSetupError::Client(e.to_string()))?;
         Ok(Self {
             endpoint: format!("{base}/messages"),
             config,
-            client,
+            client: http::LazyClient::new(),
         })
     }
 
@@ -191,8 +192,15 @@ impl SearchClient {
         bearer: &HeaderValue,
         body: bytes::Bytes,
     ) -> Result<SearchAnswer, SearchError> {
-        let response = self
-            .client
+        // A client that cannot be built fails the attempt as a broken
+        // connection does (and is tried again on a retry).
+        let client = self.client.get().map_err(|e| {
+            SearchError::Transport(format!(
+                "cannot create an HTTP client: {}",
+                http::causes(&e)
+            ))
+        })?;
+        let response = client
             .post(&self.endpoint)
             .header("user-agent", http::USER_AGENT)
             .header("content-type", "application/json")
@@ -203,7 +211,7 @@ impl SearchClient {
             .body(body)
             .send()
             .await
-            .map_err(|e| SearchError::Transport(causes(&e)))?;
+            .map_err(|e| SearchError::Transport(http::causes(&e)))?;
         let status = response.status();
         if !status.is_success() {
             let headers = response.headers().clone();
@@ -224,28 +232,13 @@ async fn read_capped(response: reqwest::Response, limit: u64) -> Result<Vec<u8>,
     let mut stream = response.bytes_stream();
     let mut body = Vec::new();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| SearchError::Transport(causes(&e)))?;
+        let chunk = chunk.map_err(|e| SearchError::Transport(http::causes(&e)))?;
         if u64::try_from(body.len() + chunk.len()).unwrap_or(u64::MAX) > limit {
             return Err(SearchError::TooLarge { limit });
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-/// An error's message with its causes (URLs never carry credentials and
-/// the key travels only in headers, so no secret can appear).
-fn causes(err: &reqwest::Error) -> String {
-    let mut text = String::new();
-    let mut source: Option<&dyn std::error::Error> = Some(err);
-    while let Some(e) = source {
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 /// The failure the retry policy judges, for the errors worth judging: HTTP
