@@ -28,6 +28,19 @@
 //! 5. `builder` — which features each profile has; the only module that
 //!    names them all.
 //!
+//! # Type group
+//!
+//! One group of files names each other, because their types are mutually
+//! recursive: a `Core` holds its state, its features' hooks, its tool
+//! roster and its children, and those interfaces take the `Core` (or its
+//! state, or create agents over one). The check allows a cycle among
+//! exactly these files and fails if it grows or shrinks; the behaviour of
+//! the loop (`run_loop`, `turn`, `attempt`, `calls`, `context`, `launch`,
+//! `inbox`, `working_directory`) sits outside it, above it:
+//! `src/core/agent.rs`, `src/core/hooks.rs`, `src/core/shared.rs`,
+//! `src/core/start.rs`, `src/core/state.rs`, `src/core/tools.rs`,
+//! `src/core/tree.rs`.
+//!
 //! # Extending the agent
 //!
 //! A feature reaches the loop only through `core`'s interfaces:

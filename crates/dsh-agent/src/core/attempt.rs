@@ -3,7 +3,7 @@
 //! and the reply recorded (`assistant/message`) into the history.
 
 use super::shared::Core;
-use super::turn::interrupted;
+use super::state::interrupted;
 use crate::offload;
 use dsh_llm::{Accumulator, FinishReason, LlmFailureCode, ModelRequest, Settled, StreamRecorder};
 use dsh_protocol::catalog::{
@@ -11,6 +11,7 @@ use dsh_protocol::catalog::{
 };
 use dsh_session::{AssistantMessage, Message, new_message_id, now_ms};
 use dsh_tools::CancellationToken;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -129,7 +130,7 @@ pub(super) async fn reply(
         return Err(TurnEndReason::MaxTokens);
     }
     // Pending from now: disposal closes each with a result.
-    state.pending_calls = super::calls::tool_calls(&message)
+    state.pending_calls = tool_calls(&message)
         .map(|(id, _, _)| (id.to_owned(), None))
         .collect();
     Ok(message)
@@ -181,4 +182,28 @@ pub(crate) async fn attempt(
         }
     }
     (recorder, Some(accumulator.settle(core.provider.name())))
+}
+
+/// The `tool-call` blocks of an assistant message, in model order.
+pub(super) fn tool_calls(message: &Message) -> impl Iterator<Item = (&str, &str, &str)> {
+    let content = match message {
+        Message::Assistant(message) => &message.content[..],
+        _ => &[],
+    };
+    content.iter().filter_map(tool_call)
+}
+
+/// `(id, name, arguments)` of a `tool-call` block.
+fn tool_call(block: &Value) -> Option<(&str, &str, &str)> {
+    if block.get("type")?.as_str()? != "tool-call" {
+        return None;
+    }
+    Some((
+        block.get("id")?.as_str()?,
+        block.get("name")?.as_str()?,
+        block
+            .get("arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}"),
+    ))
 }

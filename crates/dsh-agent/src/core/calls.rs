@@ -2,15 +2,15 @@
 //! committed before the next call starts; a run of consecutive batched
 //! calls records all its `tool/call`s first and its results once all ran.
 
+use super::attempt::tool_calls;
 use super::shared::Core;
 use super::state::Delivery;
+use super::state::interrupted;
 use super::tools::{ToolCall, ToolOutcome};
-use super::turn::interrupted;
 use crate::{offload, prose};
 use dsh_protocol::catalog::{ToolCall as ToolCallEvent, ToolErrorCode, TurnEndReason};
 use dsh_session::Message;
 use dsh_tools::{CancellationToken, ToolOutput};
-use serde_json::Value;
 
 /// What a step's calls came to.
 pub(super) struct Ran {
@@ -129,28 +129,4 @@ fn not_run(reason: &TurnEndReason) -> ToolOutput {
     };
     ToolOutput::failure(format!("Error: the tool was not run: {message}"))
         .with_error(ToolErrorCode::SessionLogUnwritable)
-}
-
-/// The `tool-call` blocks of an assistant message, in model order.
-pub(super) fn tool_calls(message: &Message) -> impl Iterator<Item = (&str, &str, &str)> {
-    let content = match message {
-        Message::Assistant(message) => &message.content[..],
-        _ => &[],
-    };
-    content.iter().filter_map(tool_call)
-}
-
-/// `(id, name, arguments)` of a `tool-call` block.
-fn tool_call(block: &Value) -> Option<(&str, &str, &str)> {
-    if block.get("type")?.as_str()? != "tool-call" {
-        return None;
-    }
-    Some((
-        block.get("id")?.as_str()?,
-        block.get("name")?.as_str()?,
-        block
-            .get("arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("{}"),
-    ))
 }

@@ -1,28 +1,22 @@
 //! How an agent comes to be: its configuration ([`AgentConfig`]), how its
-//! session starts ([`Start`]: new, resumed, a child), and the creation of
-//! its core and loop task from the features the builder chose
-//! ([`Features`]).
+//! session starts ([`Start`]: new, resumed, a child), the features the
+//! builder chose ([`Features`]), and how a state is restored.
 
-use super::agent::Agent;
 use super::hooks::Hooks;
-use super::run_loop;
-use super::shared::{Core, CoreParts};
-use super::state::{Activity, AgentState};
-use super::tools::{AgentToolHost, Roster};
+use super::state::AgentState;
+use super::tools::Roster;
 use super::tree::{Lineage, SessionHost, Spawner};
 use crate::history::History;
-use crate::profile::{PermissionMode, Profile};
+use crate::profile::Profile;
 use dsh_llm::{Provider, RetryPolicy, Route};
 use dsh_protocol::catalog::{
-    ApprovalPolicy, EventDraft, HeaderReason, PermissionPreset, SandboxMode, SessionEndSeed,
-    SessionEvent, SubagentDescriptor,
+    EventDraft, HeaderReason, SessionEndSeed, SessionEvent, SubagentDescriptor,
 };
 use dsh_session::store::ResumeFacts;
 use dsh_session::{EventLog, text_of};
-use dsh_tools::{CancellationToken, ToolSet};
+use dsh_tools::ToolSet;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::watch;
 
 /// Everything needed to create an agent.
 pub struct AgentConfig {
@@ -97,84 +91,6 @@ pub(crate) struct Features {
     pub spawner: Arc<dyn Spawner>,
 }
 
-/// `source` of the policies a child inherits from its parent.
-const DELEGATION: &str = "delegation";
-
-/// Creates (or restores) the session's agent with `features` and starts
-/// its loop task. Must be called inside a Tokio runtime.
-pub(crate) fn create(config: AgentConfig, start: Start, features: Features) -> Agent {
-    let (activity, _) = watch::channel(Activity::default());
-    let cancel = CancellationToken::new();
-    let mut state = AgentState::new(
-        config.log,
-        config.workspace.clone(),
-        activity,
-        cancel.clone(),
-        features.hooks.clone(),
-    );
-    let profile = config.profile;
-    match start {
-        Start::New => {
-            if profile.emits_policy_events() {
-                let mode = profile.permission_mode.as_str();
-                state.event(PermissionPreset { preset: mode });
-                state.event(SandboxMode { mode, source: None });
-                state.event(ApprovalPolicy {
-                    policy: profile.approval.as_str(),
-                    source: None,
-                });
-            }
-        }
-        Start::Resumed(facts) => state.restore(*facts),
-        Start::Child { descriptor, seed } => {
-            if let Some(seed) = seed {
-                state.inherit(*seed);
-            }
-            state.event(*descriptor);
-            state.event(SandboxMode {
-                mode: profile.permission_mode.as_str(),
-                source: Some(DELEGATION),
-            });
-            state.event(ApprovalPolicy {
-                policy: profile.approval.as_str(),
-                source: Some(DELEGATION),
-            });
-            // As the official runtime writes a full-access child.
-            if profile.permission_mode == PermissionMode::DangerFullAccess {
-                state.event(PermissionPreset {
-                    preset: profile.permission_mode.as_str(),
-                });
-            }
-        }
-    }
-    let system_prompt = profile.system_prompt(&config.route.model);
-    let context_window = profile
-        .context_window
-        .unwrap_or_else(|| config.route.model_info().context_window);
-    let core = Core::new(
-        CoreParts {
-            id: config.session_id,
-            profile,
-            route: config.route,
-            provider: config.provider,
-            retry: config.retry,
-            workspace: config.workspace,
-            roster: features.roster,
-            context_window,
-            system_prompt,
-            hooks: features.hooks,
-            cancel,
-            lineage: config.lineage,
-            sessions: config.sessions,
-            spawner: features.spawner,
-        },
-        state,
-        |core| Arc::new(AgentToolHost(core)),
-    );
-    let task = tokio::spawn(run_loop::run(Arc::clone(&core)));
-    Agent::new(core, task)
-}
-
 /// What a restored state takes over, from a stored log or a fork.
 struct Restored {
     history: History,
@@ -187,7 +103,7 @@ struct Restored {
 impl AgentState {
     /// Copies a fork's inherited events into the child's log and takes over
     /// the state they describe.
-    fn inherit(&mut self, seed: Seed) {
+    pub(super) fn inherit(&mut self, seed: Seed) {
         let hooks = self.hooks.clone();
         for event in seed.events {
             let data = match event.typed() {
@@ -223,7 +139,7 @@ impl AgentState {
     }
 
     /// Rebuilds the agent state of a stored session.
-    fn restore(&mut self, facts: ResumeFacts) {
+    pub(super) fn restore(&mut self, facts: ResumeFacts) {
         let hooks = self.hooks.clone();
         for feature in hooks.iter() {
             feature.resumed(self, &facts);

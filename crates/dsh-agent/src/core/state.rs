@@ -401,3 +401,10 @@ impl AgentState {
         self.disposed = true;
     }
 }
+
+/// The reason of a turn stopped by an interrupt: aborted by the parent.
+pub(crate) fn interrupted() -> TurnEndReason {
+    TurnEndReason::Aborted {
+        reason: AbortReason::Parent,
+    }
+}

@@ -2,8 +2,9 @@
 //! stops calling tools and nothing waits for the next step.
 
 use super::shared::Core;
+use super::state::interrupted;
 use super::{attempt, calls, context};
-use dsh_protocol::catalog::{AbortReason, TurnEndReason};
+use dsh_protocol::catalog::TurnEndReason;
 use dsh_session::UserMessage;
 
 /// Runs the steps of turn `turn` over the `claimed` messages and returns the
@@ -70,12 +71,5 @@ pub(super) async fn run(core: &Core, turn: u32, claimed: Vec<UserMessage>) -> Tu
         // What arrived during the step joins the next one: claimed between
         // the two steps, as the official runtime does.
         claimed = state.claim_next_step();
-    }
-}
-
-/// The reason of a turn stopped by an interrupt: aborted by the parent.
-pub(crate) fn interrupted() -> TurnEndReason {
-    TurnEndReason::Aborted {
-        reason: AbortReason::Parent,
     }
 }

@@ -1,0 +1,92 @@
+//! Creates an agent's state, core and loop task from its configuration,
+//! how it starts and its features.
+
+use super::agent::Agent;
+use super::run_loop;
+use super::shared::{Core, CoreParts};
+use super::start::{AgentConfig, Features, Start};
+use super::state::{Activity, AgentState};
+use super::tools::AgentToolHost;
+use crate::profile::PermissionMode;
+use dsh_protocol::catalog::{ApprovalPolicy, PermissionPreset, SandboxMode};
+use dsh_tools::CancellationToken;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// `source` of the policies a child inherits from its parent.
+const DELEGATION: &str = "delegation";
+
+/// Creates (or restores) the session's agent with `features` and starts
+/// its loop task. Must be called inside a Tokio runtime.
+pub(crate) fn create(config: AgentConfig, start: Start, features: Features) -> Agent {
+    let (activity, _) = watch::channel(Activity::default());
+    let cancel = CancellationToken::new();
+    let mut state = AgentState::new(
+        config.log,
+        config.workspace.clone(),
+        activity,
+        cancel.clone(),
+        features.hooks.clone(),
+    );
+    let profile = config.profile;
+    match start {
+        Start::New => {
+            if profile.emits_policy_events() {
+                let mode = profile.permission_mode.as_str();
+                state.event(PermissionPreset { preset: mode });
+                state.event(SandboxMode { mode, source: None });
+                state.event(ApprovalPolicy {
+                    policy: profile.approval.as_str(),
+                    source: None,
+                });
+            }
+        }
+        Start::Resumed(facts) => state.restore(*facts),
+        Start::Child { descriptor, seed } => {
+            if let Some(seed) = seed {
+                state.inherit(*seed);
+            }
+            state.event(*descriptor);
+            state.event(SandboxMode {
+                mode: profile.permission_mode.as_str(),
+                source: Some(DELEGATION),
+            });
+            state.event(ApprovalPolicy {
+                policy: profile.approval.as_str(),
+                source: Some(DELEGATION),
+            });
+            // As the official runtime writes a full-access child.
+            if profile.permission_mode == PermissionMode::DangerFullAccess {
+                state.event(PermissionPreset {
+                    preset: profile.permission_mode.as_str(),
+                });
+            }
+        }
+    }
+    let system_prompt = profile.system_prompt(&config.route.model);
+    let context_window = profile
+        .context_window
+        .unwrap_or_else(|| config.route.model_info().context_window);
+    let core = Core::new(
+        CoreParts {
+            id: config.session_id,
+            profile,
+            route: config.route,
+            provider: config.provider,
+            retry: config.retry,
+            workspace: config.workspace,
+            roster: features.roster,
+            context_window,
+            system_prompt,
+            hooks: features.hooks,
+            cancel,
+            lineage: config.lineage,
+            sessions: config.sessions,
+            spawner: features.spawner,
+        },
+        state,
+        |core| Arc::new(AgentToolHost(core)),
+    );
+    let task = tokio::spawn(run_loop::run(Arc::clone(&core)));
+    Agent::new(core, task)
+}
