@@ -39,3 +39,6 @@ pub(crate) use state::interrupted;
 pub(crate) use state::{AgentState, Delivery};
 pub(crate) use tools::{AgentTool, Roster, ToolCall, ToolOutcome};
 pub(crate) use tree::{Child, ChildNews, ChildSink, ChildSpec, Spawner};
+
+#[cfg(test)]
+mod tests;

@@ -223,10 +223,10 @@ impl AgentState {
         self.log.announce(notice);
     }
 
-    /// The session's log (for what only it knows: its location, its
-    /// observer).
-    pub fn log(&mut self) -> &mut EventLog {
-        &mut self.log
+    /// Starts publishing the log to `observer` (a new child, once its
+    /// parent has announced it).
+    pub fn publish(&mut self, observer: std::sync::Arc<dyn dsh_session::EventObserver>) {
+        self.log.publish(observer);
     }
 
     /// The `turn/end` reason of a turn stopped because its session log

@@ -204,7 +204,7 @@ pub(crate) async fn create_child(core: &Core, plan: ChildPlan) -> Result<String,
             parent_session_id: core.id.clone(),
             child_session_id: id.clone(),
         }));
-    child.core().state().log().publish(host.observer());
+    child.core().state().publish(host.observer());
     if let Err(err) = child.prompt(task, |_| {}) {
         child.dispose();
         return Err(DelegationError::StartFailed(err.to_string()));
