@@ -23,7 +23,7 @@ import pytest
 from deepseek_harness import DeepSeekHarness
 from pydantic import BaseModel
 
-from interop_support import FRAME_TIMEOUT, RUN_TIMEOUT, clean_env, run_bounded, write_scenario
+from interop_support import FRAME_TIMEOUT, RUN_TIMEOUT, RawClient, clean_env, run_bounded, write_scenario
 from test_differential import KEY, REMOVED, mask_usage, official_bin, scrub  # noqa: F401 - official_bin is a fixture
 from test_sessions import log_file, read_log
 
@@ -700,3 +700,55 @@ def test_goals_behave_as_on_the_official_runtime(name, official_bin, dsh_bin, fa
     for mine, theirs in zip(ours, official):
         assert mine == theirs
     assert our_requests == official_requests
+
+
+def wait_then_round(binary, base: Path, server) -> list[str]:
+    """A `session/wait` pending when a goal's first turn ends: the order of
+    the wait's answer and the first round's splice, `idle` and `running`
+    around them (raw frames, one runtime)."""
+    for name in ("dsh_home", "ws", "home"):
+        (base / name).mkdir(parents=True)
+    env = clean_env(base / "dsh_home", base / "home", **FULL_ACCESS,
+                    DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY=KEY)
+    client = RawClient(binary, base / "dsh_home", base / "ws", base / "home", env=env)
+    try:
+        client.result("initialize", {"cwd": str(base / "ws"), "provider": "deepseek-official",
+                                     "model": "deepseek-v4-flash"})
+        client.prompt(SID, "Work on the goal")
+        # The first turn's `sleep` keeps it running while the wait arrives.
+        client.wait_for(lambda f: f.get("method") == "session.event"
+                        and f["params"]["event"]["type"] == "tool/call"
+                        and f["params"]["event"]["data"]["name"] == "bash", what="the first turn's bash call")
+        wait = client.send_request("session/wait", {"sessionId": SID})
+        answered, response = client.response_to(wait)
+        assert response == {"jsonrpc": "2.0", "id": wait, "result": {}}
+
+        def round_splice(frame) -> bool:
+            if frame.get("method") != "session.event":
+                return False
+            event = frame["params"]["event"]
+            return event["type"] == "agent/inbox/spliced" and any(
+                m.get("source", {}).get("kind") == "goal" for m in event["data"].get("inserted", []))
+
+        spliced, _ = client.wait_for(round_splice, what="the first round's splice")
+        idle = client.status(SID, "idle")
+        running = client.status(SID, "running", start=idle)
+        order = sorted([(answered, "wait answered"), (spliced, "round spliced"), (idle, "idle"),
+                        (running, "running")])
+        return [what for _, what in order]
+    finally:
+        client.kill()
+
+
+def test_a_pending_wait_is_answered_before_the_goal_round_begins(official_bin, dsh_bin, fake_model, base_dir):  # noqa: F811
+    """Issue 26 row 3: the official runtime answers a pending `session/wait`
+    at the idle that ends the goal's first turn, before the round's message
+    is spliced; dsh used to splice first."""
+    replies = [call("create_goal", {"objective": "Obj", "max_goal_rounds": 1}, "toolu_1"),
+               call("bash", {"description": "Wait a moment", "command": "sleep 0.5"}, "toolu_2"),
+               {"text": "turn one done"}, {"text": "round one"}]
+    runs = {}
+    for who, binary in (("official", official_bin), ("ours", dsh_bin)):
+        runs[who] = wait_then_round(binary, base_dir / who, fake_model(replies))
+    assert runs["official"] == ["idle", "wait answered", "round spliced", "running"]
+    assert runs["ours"] == runs["official"]

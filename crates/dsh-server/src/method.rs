@@ -84,7 +84,7 @@ pub async fn dispatch(server: &Server, method: Method, request: Request) {
         Method::Initialize => server.respond(&id, initialize::handle(server, params)),
         Method::Prompt => prompt::handle(server, &id, params),
         Method::Resume => server.respond(&id, session::resume(server, params).await),
-        Method::Wait => server.respond(&id, session::wait(server, params).await),
+        Method::Wait => session::wait(server, params, |result| server.respond(&id, result)).await,
         Method::GetWorkingDirectory => server.respond(&id, working_directory::get(server, params)),
         Method::SetWorkingDirectory => server.respond(&id, working_directory::set(server, params)),
         // The request loop has shut the server down.

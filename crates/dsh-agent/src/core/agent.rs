@@ -121,6 +121,16 @@ impl Agent {
         }
     }
 
+    /// [`wait_tree_idle`](Self::wait_tree_idle), then `answer` (a
+    /// `session/wait` response), before the idle that released the wait
+    /// begins more work: a goal's round starts after the answer, as on the
+    /// official runtime.
+    pub async fn wait_tree_idle_then<R>(&self, answer: impl FnOnce() -> R) -> R {
+        let _hold = self.core.hold_idle();
+        self.wait_tree_idle().await;
+        answer()
+    }
+
     /// Whether the agent and every descendant are idle now (a child's
     /// news delivered to its parent).
     pub(crate) fn tree_quiet(&self) -> bool {

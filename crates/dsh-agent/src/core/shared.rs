@@ -59,10 +59,33 @@ pub(crate) struct Core {
     pub spawner: Arc<dyn Spawner>,
     /// This agent, for the links its children and jobs keep.
     pub this: Weak<Core>,
+    /// Waiters answering at this agent's idle (see [`Core::hold_idle`]).
+    idle_holds: std::sync::atomic::AtomicUsize,
+    /// Told when an idle hold is released.
+    idle_released: Notify,
     /// The agent's mutable state (see [`Core::state`]).
     state: Mutex<AgentState>,
     /// The children this agent started, oldest first.
     children: Mutex<Vec<Child>>,
+}
+
+/// Longest an idle's hooks wait for the waiters it released to answer.
+const IDLE_HOLD_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How often that wait looks again at a waiter still working (one whose
+/// tree is not idle yet does not answer at this idle).
+const IDLE_HOLD_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// A waiter answering at an agent's idle (see [`Core::hold_idle`]).
+pub(crate) struct IdleHold<'a>(&'a Core);
+
+impl Drop for IdleHold<'_> {
+    fn drop(&mut self) {
+        self.0
+            .idle_holds
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.idle_released.notify_one();
+    }
 }
 
 /// The parts of a [`Core`] its creator chooses (see [`Core::new`]).
@@ -112,6 +135,8 @@ impl Core {
             sessions: parts.sessions,
             spawner: parts.spawner,
             this: weak.clone(),
+            idle_holds: std::sync::atomic::AtomicUsize::new(0),
+            idle_released: Notify::new(),
             state: Mutex::new(state),
             children: Mutex::new(Vec::new()),
         })
@@ -165,6 +190,40 @@ impl Core {
             .iter()
             .map(|c| Arc::clone(&c.agent))
             .collect()
+    }
+
+    /// Holds this agent's idle hooks back while a waiter answers (its
+    /// response is queued before the guard drops), so a waiter released at
+    /// an idle is answered before work the idle begins (a goal's round).
+    pub fn hold_idle(&self) -> IdleHold<'_> {
+        self.idle_holds
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        IdleHold(self)
+    }
+
+    /// Waits, after the agent went idle, until the waiters it released
+    /// have answered (see [`Core::hold_idle`]). Returns at once when none
+    /// holds it, when the agent runs again or a child works (a waiter on
+    /// the tree then waits on); [`IDLE_HOLD_MAX`] bounds it under load.
+    pub async fn let_waiters_answer(&self) {
+        let deadline = tokio::time::Instant::now() + IDLE_HOLD_MAX;
+        loop {
+            if self.idle_holds.load(std::sync::atomic::Ordering::SeqCst) == 0
+                || self.is_running()
+                || self.child_agents().iter().any(|c| !c.tree_quiet())
+            {
+                return;
+            }
+            let released = self.idle_released.notified();
+            let step = (tokio::time::Instant::now() + IDLE_HOLD_POLL).min(deadline);
+            tokio::select! {
+                () = released => {}
+                () = tokio::time::sleep_until(step) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return;
+            }
+        }
     }
 
     /// A child by id.

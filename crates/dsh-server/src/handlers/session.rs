@@ -12,16 +12,37 @@ pub async fn resume(server: &Server, params: JsonObject) -> Result<EmptyResult, 
     Ok(EmptyResult {})
 }
 
-/// `session/wait`: `{}` once the session and all its descendants are idle.
-pub async fn wait(server: &Server, params: JsonObject) -> Result<EmptyResult, RpcError> {
+/// `session/wait`: `{}` once the session and all its descendants are idle,
+/// handed to `answer` before the idle that released it begins more work
+/// (a goal's next round).
+pub async fn wait(
+    server: &Server,
+    params: JsonObject,
+    answer: impl FnOnce(Result<EmptyResult, RpcError>),
+) {
+    let agent = match waited(server, params) {
+        Ok(agent) => agent,
+        Err(err) => return answer(Err(err)),
+    };
+    agent
+        .wait_tree_idle_then(|| answer(Ok(EmptyResult {})))
+        .await;
+}
+
+/// The session a `session/wait` waits for.
+fn waited(
+    server: &Server,
+    params: JsonObject,
+) -> Result<std::sync::Arc<dsh_agent::Agent>, RpcError> {
     server.initialized()?;
     let SessionParams { session_id } = SessionParams::validate_wait(params)?;
-    let Some(agent) = server.session(&session_id) else {
+    match server.session(&session_id) {
+        Some(agent) => Ok(agent),
         // A shutdown may have closed every session since the check above:
         // that is the answer then, not an unknown session.
-        server.initialized()?;
-        return Err(RpcError::UnknownSession(session_id));
-    };
-    agent.wait_tree_idle().await;
-    Ok(EmptyResult {})
+        None => {
+            server.initialized()?;
+            Err(RpcError::UnknownSession(session_id))
+        }
+    }
 }
