@@ -16,6 +16,7 @@ use crate::goals::{GoalRounds, GoalTools};
 use crate::plan_mode::PlanModeTool;
 use crate::profile::{Profile, ProfileKind};
 use crate::project::{ProjectContext, SkillTool};
+use crate::repeat_guard::RepeatGuard;
 use crate::workflow::WorkflowTool;
 use crate::working_directory_tool::WorkingDirectoryTool;
 use dsh_tools::ToolSet;
@@ -50,6 +51,7 @@ fn hooks(profile: &Profile) -> Hooks {
     features.push(Arc::new(Delegation));
     if profile.kind == ProfileKind::Sdk {
         features.push(Arc::new(GoalRounds));
+        features.push(Arc::new(RepeatGuard));
     }
     Hooks::new(features)
 }

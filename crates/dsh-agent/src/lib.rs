@@ -23,8 +23,8 @@
 //!    interfaces features plug into. It names no feature.
 //! 3. `delegation`, `web_search` — child agents (which later features
 //!    start), and the web search tool of the library.
-//! 4. `compaction`, `goals`, `plan_mode`, `project`, `workflow`,
-//!    `working_directory_tool` — the other features.
+//! 4. `compaction`, `goals`, `plan_mode`, `project`, `repeat_guard`,
+//!    `workflow`, `working_directory_tool` — the other features.
 //! 5. `builder` — which features each profile has; the only module that
 //!    names them all.
 //!
@@ -76,6 +76,7 @@ mod plan_mode;
 mod profile;
 mod project;
 mod prose;
+mod repeat_guard;
 mod tool_args;
 mod web_search;
 mod workflow;

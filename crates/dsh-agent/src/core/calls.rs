@@ -90,11 +90,16 @@ pub(super) async fn run(
             outcomes.push(core.roster.run(call).await);
         }
         let mut state = core.state();
-        for (((call_id, _, _), call_seq), outcome) in calls[n..end].iter().zip(seqs).zip(outcomes) {
+        for (((call_id, name, arguments), call_seq), outcome) in
+            calls[n..end].iter().zip(seqs).zip(outcomes)
+        {
             state.tool_result(turn, step, call_id, Some(call_seq), outcome.output);
             // A follow-up joins right after its call's result.
             if let Some(notice) = outcome.follow_up {
                 state.deliver(notice, Delivery::Notice, None);
+            }
+            for feature in core.hooks.iter() {
+                feature.tool_finished(&mut state, name, arguments);
             }
             end_turn |= outcome.end_turn;
         }

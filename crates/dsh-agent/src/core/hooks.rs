@@ -81,6 +81,10 @@ pub(crate) trait Feature: Send + Sync {
     /// Sections this feature adds to the runtime-context snapshot.
     fn runtime_sections(&self, _core: &Core, _sections: &mut Vec<Section>) {}
 
+    /// A tool call of the running turn got its result (recorded, and its
+    /// follow-up delivered); `arguments` as the model wrote them.
+    fn tool_finished(&self, _state: &mut AgentState, _name: &str, _arguments: &str) {}
+
     /// The history was rewritten (a compaction): forget what was sent of
     /// anything the model no longer sees.
     fn history_rewritten(&self, _state: &mut AgentState) {}
