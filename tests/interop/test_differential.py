@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from deepseek_harness import DeepSeekHarness
 
-from interop_support import FRAME_TIMEOUT, RawClient
+from interop_support import FRAME_TIMEOUT, RawClient, clean_env
 
 KEY = "sk-differential-0000"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC"
@@ -377,6 +377,54 @@ SCENARIOS.update({
 })
 
 
+# Issue 26: a request for another sandbox (`sandbox_permissions` with its
+# `justification`), checked as the official runtime checks it: the same
+# approval/asked reason ("escalate sandbox to <mode>: <justification>"), the
+# same approval/decided, the same result texts (no `error` object), the
+# same refusals of a missing or blank justification, of a justification
+# alone and of a narrower mode.
+def escalation(call_id, tool, **arguments):
+    base = {"bash": {"description": "Print hi", "command": "echo hi"},
+            "write": {"file_path": "new.txt", "content": "x"},
+            "edit": {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"}}[tool]
+    return {"blocks": [{"tool_call": {"id": call_id, "name": tool, "arguments": {**base, **arguments}}}]}
+
+
+WIDER = "danger-full-access"
+SCENARIOS.update({
+    "tool_sandbox_escalation": (
+        [escalation("toolu_esc_1", "bash", sandbox_permissions=WIDER, justification="needs the network  "),
+         escalation("toolu_esc_2", "bash", sandbox_permissions=WIDER),
+         escalation("toolu_esc_3", "bash", sandbox_permissions=WIDER, justification=" "),
+         escalation("toolu_esc_4", "bash", justification="no request"),
+         escalation("toolu_esc_5", "bash", justification=""),
+         escalation("toolu_esc_6", "bash", sandbox_permissions="workspace-write"),
+         escalation("toolu_esc_7", "write", sandbox_permissions=WIDER, justification="write outside"),
+         escalation("toolu_esc_8", "write", sandbox_permissions=WIDER),
+         escalation("toolu_esc_9", "edit", sandbox_permissions=WIDER, justification="edit \"quoted\"\nline"),
+         {"text": "All declined."}],
+        ["Escalate"],
+        {"files": NOTES},
+    ),
+    "tool_sandbox_escalation_read_only": (
+        [escalation("toolu_ro_1", "bash", sandbox_permissions="workspace-write", justification="write here"),
+         escalation("toolu_ro_2", "bash", sandbox_permissions=WIDER, justification="everything"),
+         escalation("toolu_ro_3", "bash", sandbox_permissions="workspace-write"),
+         {"text": "Declined."}],
+        ["Escalate"],
+        {"env": {"DSH_PERMISSION_MODE": "read-only"}},
+    ),
+    "tool_sandbox_narrowing": (
+        [escalation("toolu_nar_1", "bash", sandbox_permissions="workspace-write", justification="narrower"),
+         escalation("toolu_nar_2", "bash", sandbox_permissions="workspace-write"),
+         escalation("toolu_nar_3", "bash", sandbox_permissions=WIDER),
+         {"text": "Refused."}],
+        ["Narrow"],
+        {"env": FULL_ACCESS},
+    ),
+})
+
+
 def png(width: int, height: int, rgba: bool = False) -> bytes:
     """A PNG of one colour (compresses to almost nothing)."""
     import struct
@@ -564,3 +612,58 @@ def test_the_official_profile_patch_layer_is_accepted(official_bin, dsh_bin, bas
     layer = base_dir / "official" / "dsh_home" / "profiles" / "sdk" / "cordis.patch.yml"
     assert layer.is_file(), "the official runtime wrote no profile patch layer"
     assert launch_with_patch(dsh_bin, base_dir / "ours", layer) == (0, None, True)
+
+
+# Issue 26: a fallback title ending on a lone surrogate. The official cut
+# (40 UTF-8 bytes, never inside a character) counts a lone surrogate as 3
+# bytes and keeps it whole, written back as its `\udXXX` escape in the
+# `session/title` event; dsh carries it as a marker and must do the same.
+TITLE_FIELD = re.compile(rb'"title":"(?:[^"\\]|\\.)*"')
+LONE_TITLES = {
+    "kept_at_the_cut": r"123456789012345678901234567890123456 \ud83dxyz more",
+    "cut_before_it": r"1234567890123456789012345678901234567 \udc00x",
+    "short": r"a\ud800b \udfff c",
+    "pair_and_lone": r"\ud83d\ude00\ud83d\ude00\ud83d\ude00\ud83d\ude00\ud83d\ude00\ud83d\ude00\ud83d\ude00\ud83d\ude00\ud83d\ude00a\udbff b",
+}
+
+
+def raw_title(binary, base: Path, server, prompt_json: str) -> tuple[bytes, list[bytes]]:
+    """The `title` field of the session/title event as written on the wire
+    (raw bytes), and the stored session log's lines that hold it."""
+    for name in ("dsh_home", "ws", "home"):
+        (base / name).mkdir(parents=True)
+    env = clean_env(base / "dsh_home", base / "home", DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY=KEY)
+    client = RawClient(binary, base / "dsh_home", base / "ws", base / "home", env=env)
+    try:
+        client.result("initialize", {"cwd": str(base / "ws"), "provider": "deepseek-official",
+                                     "model": "deepseek-v4-flash"})
+        client.send_raw('{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s-title",'
+                        '"contentBlocks":[{"type":"text","text":"' + prompt_json + '"}]}}\n')
+        client.response_to("p")
+        client.status("s-title", "idle")
+        lines = [line for line in client.raw_lines if b'"session/title"' in line]
+        assert len(lines) == 1, client.summary()
+    finally:
+        assert client.shutdown() == 0
+    import zstandard
+
+    stored = []
+    for log in (base / "dsh_home").rglob("*.jsonl.zstd"):
+        data = zstandard.ZstdDecompressor().stream_reader(log.read_bytes(), read_across_frames=True).read()
+        stored += [TITLE_FIELD.search(line).group(0) for line in data.splitlines()
+                   if b'"session/title"' in line and TITLE_FIELD.search(line)]
+    return TITLE_FIELD.search(lines[0]).group(0), stored
+
+
+@pytest.mark.parametrize("name", sorted(LONE_TITLES))
+def test_a_lone_surrogate_in_the_fallback_title_is_written_like_the_official_runtime(
+        name, official_bin, dsh_bin, fake_model, base_dir):
+    prompt = LONE_TITLES[name]
+    official = raw_title(official_bin, base_dir / "official", fake_model([{"text": "ok"}]), prompt)
+    ours = raw_title(dsh_bin, base_dir / "ours", fake_model([{"text": "ok"}]), prompt)
+    assert ours[0] == official[0]
+    if name == "kept_at_the_cut":
+        assert ours[0] == rb'"title":"123456789012345678901234567890123456 \ud83d"'
+    assert b"\\ufffd" not in ours[0] and "\ufffd".encode() not in ours[0]
+    # The stored log holds the same title, escaped the same way.
+    assert ours[1] == official[1] == [official[0]]

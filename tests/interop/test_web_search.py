@@ -11,8 +11,9 @@ apiVersion, body}` per query, all before the answers; the sources of all
 queries merged by rank, each URL once, at most 8; an answer without a
 `web_search_tool_result` block fails the call with `WEB_PROVIDER_ERROR`
 naming the endpoint. Its search base URL is the `web-search-deepseek`
-plugin's `baseURL` (a `--patch` entry), not `DEEPSEEK_BASE_URL`; dsh's is
-`DSH_WEB_SEARCH_BASE_URL`.
+plugin's `baseURL` (a `--patch` entry), else `DEEPSEEK_SEARCH_BASE_URL`
+(requests go to `<it>/messages`), not `DEEPSEEK_BASE_URL`; dsh's is
+`DSH_WEB_SEARCH_BASE_URL`, else `DEEPSEEK_SEARCH_BASE_URL` (issue 26).
 """
 
 from __future__ import annotations
@@ -400,3 +401,54 @@ def test_same_search_requests_and_events_as_the_official_runtime(name, official_
         result = result_of(ours_events)
         assert result["error"] == {"name": "WebError", "code": "WEB_PROVIDER_ERROR"}
         assert text_of(result) == "Error: <cause>\n\n<endpoint note <fake>/messages>"
+
+
+# Issue 26: the official runtime posts to `$DEEPSEEK_SEARCH_BASE_URL/messages`
+# (its default, when unset: https://api.deepseek.com/anthropic/v1/messages).
+# dsh honours the same variable; its own DSH_WEB_SEARCH_BASE_URL wins when
+# both are set.
+def test_deepseek_search_base_url_is_honoured_like_the_official_runtime(official_bin, dsh_bin, fake_model, base_dir):
+    replies = [search_call(["proxy q"]), {"text": "done"}]
+    search = [{"results": [{"url": "https://proxy.example/", "title": "Proxied"}]}]
+    chats = [fake_model(replies) for _ in range(2)]
+    proxies = [fake_model([], search=search) for _ in range(2)]
+    runs = []
+    for name, binary, chat, proxy in zip(("official", "ours"), (official_bin, dsh_bin), chats, proxies):
+        env = {"DEEPSEEK_SEARCH_BASE_URL": proxy.base_url + "/proxy/v1"}
+        results = run(dsh_bin, base_dir / name, chat, binary=binary, env=env)
+        runs.append(normalise(normalise_events(results, ["Search the web"]), chats + proxies))
+        # The search went to the proxy, at <it>/messages; the chat server saw
+        # only chat requests.
+        assert first(events_of(results), EVENT)["data"]["endpoint"] == proxy.base_url + "/proxy/v1/messages", name
+        assert [r["path"] for r in proxy.requests()] == ["/proxy/v1/messages"], name
+        assert [r["path"] for r in chat.requests()] == ["/v1/messages", "/v1/messages"], name
+    official, ours = runs
+    assert [e["type"] for e in ours] == [e["type"] for e in official]
+    for mine, theirs in zip(ours, official):
+        assert mine == theirs, f"event {theirs['type']} (seq {theirs['seq']}) differs"
+    assert source_lines(result_of(ours)) == ["- [Proxied](https://proxy.example/)"]
+    bodies = [normalise(r["body"], chats + proxies) for p in proxies for r in p.requests()]
+    assert bodies[0] == bodies[1]
+    for header in ("content-type", "accept", "x-api-key", "authorization", "anthropic-version"):
+        assert proxies[1].requests()[0]["headers"].get(header) == proxies[0].requests()[0]["headers"].get(header), header
+
+
+def test_dsh_web_search_base_url_wins_over_deepseek_search_base_url(dsh_bin, fake_model, base_dir):
+    chat = fake_model([search_call(["which"]), {"text": "done"}])
+    ours = fake_model([], search=[{"results": [{"url": "https://ours.example/", "title": "Ours"}]}])
+    theirs = fake_model([], search=[{"results": [{"url": "https://theirs.example/", "title": "Theirs"}]}])
+    events = events_of(run(dsh_bin, base_dir, chat, search_base=ours.base_url,
+                           env={"DEEPSEEK_SEARCH_BASE_URL": theirs.base_url}))
+    assert first(events, EVENT)["data"]["endpoint"] == ours.base_url + "/messages"
+    assert theirs.requests() == []
+    assert source_lines(result_of(events)) == ["- [Ours](https://ours.example/)"]
+
+
+def test_a_bad_deepseek_search_base_url_stops_the_launch_naming_it(dsh_bin, base_dir):
+    import subprocess
+
+    (base_dir / "h").mkdir()
+    env = clean_env(base_dir / "dsh_home", base_dir / "h", DEEPSEEK_SEARCH_BASE_URL="ftp://example.com")
+    done = subprocess.run([str(dsh_bin), "--profile", "sdk"], input=b"", env=env, capture_output=True, timeout=30)
+    assert done.returncode == 1
+    assert b"DEEPSEEK_SEARCH_BASE_URL" in done.stderr and b"ftp://example.com" in done.stderr

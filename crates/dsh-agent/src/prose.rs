@@ -109,7 +109,9 @@ const TITLE_MAX_BYTES: usize = 40;
 /// overrides, word joiners, the byte-order mark) are dropped, the first
 /// five whitespace-separated words are joined by single spaces, and the
 /// result is cut at 40 UTF-8 bytes (never inside a character) with
-/// trailing spaces removed.
+/// trailing spaces removed. A lone surrogate (a marker, see
+/// `dsh_protocol::surrogates`) counts 3 bytes and is kept whole when it
+/// fits, as the official runtime keeps it.
 pub fn fallback_title(text: &str) -> String {
     let visible: String = text.chars().filter(|&c| !is_dropped_in_title(c)).collect();
     let joined = visible
@@ -117,9 +119,16 @@ pub fn fallback_title(text: &str) -> String {
         .take(5)
         .collect::<Vec<_>>()
         .join(" ");
-    let mut end = joined.len().min(TITLE_MAX_BYTES);
-    while !joined.is_char_boundary(end) {
-        end -= 1;
+    // Lone surrogates are carried as markers (dsh_protocol::surrogates):
+    // each counts as the official runtime counts it and is kept or cut whole.
+    let mut end = 0;
+    let mut bytes = 0;
+    for (unit, cost) in dsh_protocol::surrogates::units(&joined) {
+        bytes += cost;
+        if bytes > TITLE_MAX_BYTES {
+            break;
+        }
+        end += unit.len();
     }
     joined[..end].trim_end().to_owned()
 }
@@ -208,6 +217,44 @@ mod tests {
             fallback_title(&accents),
             format!("{}e", "e\u{301}".repeat(13))
         );
+    }
+
+    /// `json` (a JSON string literal) as the runtime carries it.
+    fn carried(json: &str) -> String {
+        let encoded = dsh_protocol::surrogates::encode(json);
+        serde_json::from_str(&encoded).unwrap_or_else(|err| panic!("{json}: {err}"))
+    }
+
+    /// `text` as the runtime writes it in JSON.
+    fn written(text: &str) -> String {
+        let json = serde_json::to_vec(text).unwrap_or_default();
+        String::from_utf8(dsh_protocol::surrogates::decode(json)).unwrap_or_default()
+    }
+
+    // Expected values measured on the official runtime: a lone surrogate
+    // counts 3 bytes and is kept whole (never replaced by U+FFFD).
+    #[test]
+    fn fallback_title_keeps_a_lone_surrogate_that_fits() {
+        let fits = carried(r#""123456789012345678901234567890123456 \ud83dx""#);
+        assert_eq!(
+            written(&fallback_title(&fits)),
+            r#""123456789012345678901234567890123456 \ud83d""#
+        );
+        let over = carried(r#""1234567890123456789012345678901234567 \udc00x""#);
+        assert_eq!(
+            written(&fallback_title(&over)),
+            r#""1234567890123456789012345678901234567""#
+        );
+        let short = carried(r#""a\ud800b \udfff c""#);
+        assert_eq!(written(&fallback_title(&short)), r#""a\ud800b \udfff c""#);
+        // A real U+10FFFF (doubled inside the runtime) is one 4-byte character.
+        let max = carried(&format!("\"{}{}x\"", "a".repeat(36), '\u{10FFFF}'));
+        assert_eq!(
+            fallback_title(&max),
+            format!("{}{}{}", "a".repeat(36), '\u{10FFFF}', '\u{10FFFF}')
+        );
+        let max_over = carried(&format!("\"{}{}x\"", "a".repeat(37), '\u{10FFFF}'));
+        assert_eq!(fallback_title(&max_over), "a".repeat(37));
     }
 
     #[test]

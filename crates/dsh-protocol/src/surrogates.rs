@@ -114,6 +114,30 @@ pub fn encode(json: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` split into the characters the official runtime sees, each with
+/// its byte length in UTF-8 as the official runtime counts it: a marker is
+/// one lone surrogate (3 bytes, the length of its three-byte encoding), a
+/// doubled U+10FFFF is that one character (4 bytes), any other character
+/// is itself. Each piece is the slice of `text` that carries it, so the
+/// pieces concatenate back to `text`; a marker is never split.
+pub fn units(text: &str) -> impl Iterator<Item = (&str, usize)> + '_ {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let mut chars = rest.chars();
+        let first = chars.next()?;
+        let (len, cost) = match (first, chars.next()) {
+            (MARK, Some(MARK)) => (2 * MARK.len_utf8(), MARK.len_utf8()),
+            (MARK, Some(next)) if (SECOND_BASE..SECOND_BASE + 0x800).contains(&u32::from(next)) => {
+                (MARK.len_utf8() + next.len_utf8(), 3)
+            }
+            _ => (first.len_utf8(), first.len_utf8()),
+        };
+        let (unit, tail) = rest.split_at(len);
+        rest = tail;
+        Some((unit, cost))
+    })
+}
+
 /// Whether `bytes` holds `\ud` or `\uD` followed by `8`–`f`: the only way
 /// JSON text can escape a surrogate (a false positive only costs the slow
 /// path). Escaped non-ASCII text (`\u00e9`, as Python sends it) rarely hits.

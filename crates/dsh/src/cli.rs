@@ -23,6 +23,7 @@ Environment:
   DSH_WEB_FETCH_MAX_BYTES      Bytes web_fetch reads (default 5 MiB)
   DSH_WEB_FETCH_TIMEOUT_MS     Time a web_fetch call may take (default 30000)
   DSH_WEB_SEARCH_BASE_URL      web_search's Messages API root, posted to at <base>/messages (default https://api.deepseek.com/anthropic/v1; not DEEPSEEK_BASE_URL)
+  DEEPSEEK_SEARCH_BASE_URL     The same, as the official runtime names it (DSH_WEB_SEARCH_BASE_URL wins when both are set)
   DSH_WEB_SEARCH_MODEL         Model that runs web searches (default deepseek-v4-flash)
   DSH_WEB_SEARCH_MAX_BYTES     Bytes of one search answer read (default 4 MiB)
   DSH_WEB_SEARCH_TIMEOUT_MS    Time a web_search call may take (default 60000)

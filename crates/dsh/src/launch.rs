@@ -111,9 +111,11 @@ pub enum LaunchError {
     /// A bad sandbox setting (`DSH_SANDBOX_NETWORK`, `DSH_WEB_FETCH_PRIVATE`).
     #[error("dsh: {0}")]
     Sandbox(String),
-    /// The web search client cannot be set up (`DSH_WEB_SEARCH_BASE_URL`).
-    #[error("dsh: DSH_WEB_SEARCH_BASE_URL: {0}")]
-    WebSearch(dsh_llm::search::SearchSetupError),
+    /// The web search client cannot be set up: the variable that named its
+    /// base URL (`DSH_WEB_SEARCH_BASE_URL` or `DEEPSEEK_SEARCH_BASE_URL`)
+    /// and why.
+    #[error("dsh: {0}: {1}")]
+    WebSearch(&'static str, dsh_llm::search::SearchSetupError),
     /// `DSH_HOME` cannot be created.
     #[error("dsh: DSH_HOME: {0}")]
     Home(#[from] dsh_session::private_fs::PrivateFsError),
@@ -381,7 +383,7 @@ impl Launch {
 }
 
 /// The `web_search` tool of the launch: the search API root
-/// (`DSH_WEB_SEARCH_BASE_URL`), model (`DSH_WEB_SEARCH_MODEL`), answer
+/// (`DSH_WEB_SEARCH_BASE_URL`, else `DEEPSEEK_SEARCH_BASE_URL`), model (`DSH_WEB_SEARCH_MODEL`), answer
 /// bound (`DSH_WEB_SEARCH_MAX_BYTES`) and time limit
 /// (`DSH_WEB_SEARCH_TIMEOUT_MS`); the chat provider's key, error-body
 /// bound and retry policy.
@@ -391,8 +393,17 @@ fn web_search(
     retry: &RetryPolicy,
 ) -> Result<WebSearch, LaunchError> {
     let mut config = SearchConfig::new(providers.deepseek_api_key.clone());
-    if let Some(base) = env.get(dsh_llm::search::BASE_URL_VAR) {
-        config.base_url = base.trim().to_owned();
+    // dsh's own variable wins; the official runtime's comes next.
+    let mut base_var = dsh_llm::search::BASE_URL_VAR;
+    for var in [
+        dsh_llm::search::BASE_URL_VAR,
+        dsh_llm::search::OFFICIAL_BASE_URL_VAR,
+    ] {
+        if let Some(base) = env.get(var) {
+            config.base_url = base.trim().to_owned();
+            base_var = var;
+            break;
+        }
     }
     if let Some(model) = env.get(dsh_llm::search::MODEL_VAR) {
         config.model = model.trim().to_owned();
@@ -405,7 +416,7 @@ fn web_search(
     let timeout = env
         .millis(WEB_SEARCH_TIMEOUT_VAR)?
         .map_or(WEB_SEARCH_DEFAULT_TIMEOUT, Duration::from_millis);
-    let client = SearchClient::new(config).map_err(LaunchError::WebSearch)?;
+    let client = SearchClient::new(config).map_err(|err| LaunchError::WebSearch(base_var, err))?;
     Ok(WebSearch::new(client, timeout))
 }
 

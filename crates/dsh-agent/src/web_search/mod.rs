@@ -100,7 +100,8 @@ impl WebSearch {
 /// change it.
 fn provider_error(err: &SearchError, endpoint: &str) -> ToolOutput {
     ToolOutput::failure(format!(
-        "Error: {err}\n\nThe search request went to \"{endpoint}\" (web search has its own endpoint, apart from the chat model's). If the user did not mean to use that endpoint, tell them it is set by {} in the runtime's environment; leave the choice of endpoint to the user.",
+        "Error: {err}\n\nThe search request went to \"{endpoint}\" (web search has its own endpoint, apart from the chat model's). If the user did not mean to use that endpoint, tell them it is set by {} (or {}, which takes precedence) in the runtime's environment; leave the choice of endpoint to the user.",
+        dsh_llm::search::OFFICIAL_BASE_URL_VAR,
         dsh_llm::search::BASE_URL_VAR
     ))
     .with_error(ToolErrorCode::WebProviderError)

@@ -2,7 +2,8 @@
 //! `web_search` server tool, as the `web_search` tool uses it.
 //!
 //! One query is one `POST {base}/messages` (base =
-//! `DSH_WEB_SEARCH_BASE_URL`, default [`DEFAULT_BASE_URL`]; the chat
+//! `DSH_WEB_SEARCH_BASE_URL`, else the official runtime's
+//! `DEEPSEEK_SEARCH_BASE_URL`, else [`DEFAULT_BASE_URL`]; the chat
 //! provider's `DEEPSEEK_BASE_URL` is not used, as upstream) with
 //! `x-api-key` and `authorization: Bearer` (the key of
 //! `DEEPSEEK_API_KEY`), `anthropic-version: 2023-06-01` and
@@ -29,7 +30,8 @@ use reqwest::header::HeaderValue;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// The search API's root when `DSH_WEB_SEARCH_BASE_URL` is unset: requests
+/// The search API's root when neither `DSH_WEB_SEARCH_BASE_URL` nor
+/// `DEEPSEEK_SEARCH_BASE_URL` is set: requests
 /// go to `{base}/messages`.
 pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com/anthropic/v1";
 /// The model that runs the searches unless `DSH_WEB_SEARCH_MODEL` says
@@ -39,8 +41,12 @@ pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
 pub const API_VERSION: &str = "2023-06-01";
 /// Default bound on the bytes of one search answer read.
 pub const DEFAULT_MAX_BYTES: u64 = 4 << 20;
-/// The variable naming the search API's root.
+/// The variable naming the search API's root (dsh's own; it wins over
+/// [`OFFICIAL_BASE_URL_VAR`] when both are set).
 pub const BASE_URL_VAR: &str = "DSH_WEB_SEARCH_BASE_URL";
+/// The official runtime's variable naming the search API's root, used when
+/// [`BASE_URL_VAR`] is unset.
+pub const OFFICIAL_BASE_URL_VAR: &str = "DEEPSEEK_SEARCH_BASE_URL";
 /// The variable naming the search model.
 pub const MODEL_VAR: &str = "DSH_WEB_SEARCH_MODEL";
 /// The variable bounding one search answer, in bytes.

@@ -74,6 +74,11 @@ impl Bash {
     }
 
     async fn run_command(&self, args: Args, ctx: ToolContext) -> ToolOutput {
+        // As the official runtime: an empty command is refused before the
+        // sandbox request is looked at.
+        if args.command.trim().is_empty() {
+            return ToolOutput::failure("Error: the command is empty.");
+        }
         if let Some(declined) = check_escalation(
             &ctx,
             "bash",
@@ -81,9 +86,6 @@ impl Bash {
             args.justification.as_deref(),
         ) {
             return declined;
-        }
-        if args.command.trim().is_empty() {
-            return ToolOutput::failure("Error: the command is empty.");
         }
         if ctx.state.is_shut_down() {
             return ToolOutput::failure(

@@ -255,19 +255,24 @@ async fn wider_sandbox_requests_are_declined_without_an_approver() {
     let out = fx
         .bash(
             "echo should-not-run",
-            ",\"sandbox_permissions\":\"danger-full-access\",\"justification\":\"need /etc\"",
+            ",\"sandbox_permissions\":\"danger-full-access\",\"justification\":\"need /etc \"",
         )
         .await;
     assert!(out.is_error);
-    assert!(text(&out).starts_with("Error: "));
-    assert!(text(&out).contains("declined"));
-    assert!(!text(&out).contains("should-not-run"));
+    // The official runtime's texts, as observed.
+    assert_eq!(
+        text(&out),
+        "Error: sandbox escalation to \"danger-full-access\" requires approval, but no approval channel is available"
+    );
     let events = fx.host.events();
     assert_eq!(fx.host.kinds(), ["approval/asked", "approval/decided"]);
     let asked = &events[0].1;
     assert_eq!(asked["toolName"], "bash");
     assert_eq!(asked["callId"], "call-1");
-    assert_eq!(asked["reason"], "need /etc");
+    assert_eq!(
+        asked["reason"],
+        "escalate sandbox to danger-full-access: need /etc "
+    );
     assert_eq!(
         events[1].1,
         json!({"id": asked["id"], "outcome": "unavailable"})
@@ -278,6 +283,48 @@ async fn wider_sandbox_requests_are_declined_without_an_approver() {
         .bash("echo fine", ",\"sandbox_permissions\":\"workspace-write\"")
         .await;
     assert_eq!(text(&same), "fine\n");
+}
+
+#[tokio::test]
+async fn sandbox_requests_are_checked_as_the_official_runtime_checks_them() {
+    let full = Fixture::new(PermissionMode::DangerFullAccess);
+    let cases = [
+        (
+            ",\"sandbox_permissions\":\"workspace-write\"",
+            "Error: invalid escalation: sandbox_permissions requires a justification",
+        ),
+        (
+            ",\"sandbox_permissions\":\"workspace-write\",\"justification\":\" \"",
+            "Error: invalid justification: expected a non-empty sentence",
+        ),
+        (
+            ",\"sandbox_permissions\":\"workspace-write\",\"justification\":\"j\"",
+            "Error: sandbox escalation to \"workspace-write\" is not strictly wider than this call's current \"danger-full-access\" mode",
+        ),
+        (
+            ",\"justification\":\"j\"",
+            "Error: invalid escalation: justification is only valid together with sandbox_permissions",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let out = full.bash("echo should-not-run", extra).await;
+        assert!(out.is_error, "{extra}");
+        assert_eq!(text(&out), expected, "{extra}");
+    }
+    assert!(full.host.kinds().is_empty());
+    // A blank justification alone is no request.
+    let blank = full.bash("echo fine", ",\"justification\":\"  \"").await;
+    assert_eq!(text(&blank), "fine\n");
+    // An empty command is refused before the request is looked at.
+    let ws = Fixture::new(PermissionMode::WorkspaceWrite);
+    let empty = ws
+        .bash(
+            " ",
+            ",\"sandbox_permissions\":\"danger-full-access\",\"justification\":\"j\"",
+        )
+        .await;
+    assert!(empty.is_error && !text(&empty).contains("escalation"));
+    assert!(ws.host.kinds().is_empty());
 }
 
 #[tokio::test]

@@ -195,15 +195,19 @@ async fn write_respects_the_mode() {
 async fn write_escalation_is_declined() {
     let fx = Fixture::new(PermissionMode::ReadOnly);
     let out = fx
-        .call("write", "{\"file_path\":\"x.txt\",\"content\":\"x\",\"sandbox_permissions\":\"workspace-write\"}")
+        .call("write", "{\"file_path\":\"x.txt\",\"content\":\"x\",\"sandbox_permissions\":\"workspace-write\",\"justification\":\"save it\"}")
         .await;
-    assert!(out.is_error && text(&out).contains("declined"));
+    assert_eq!(
+        text(&out),
+        "Error: sandbox escalation to \"workspace-write\" requires approval, but no approval channel is available"
+    );
     assert_eq!(fx.host.kinds(), ["approval/asked", "approval/decided"]);
     assert_eq!(fx.host.of_kind("approval/asked")[0]["toolName"], "write");
     assert_eq!(
         fx.host.of_kind("approval/asked")[0]["reason"],
-        "write asks for workspace-write access"
+        "escalate sandbox to workspace-write: save it"
     );
+    assert!(!fx.path("x.txt").exists());
 }
 
 #[tokio::test]
