@@ -136,6 +136,10 @@ def mask_image_handles(content):
             block["source"] = "<request image>"
 
 
+# A background job's id is random in both runtimes.
+JOB_ID = re.compile(r"\bbash-[0-9a-f]{16}\b")
+
+
 def mask_notes(value):
     if isinstance(value, dict):
         value = {k: mask_notes(v) for k, v in value.items()}
@@ -145,6 +149,7 @@ def mask_notes(value):
     if isinstance(value, list):
         return [mask_notes(v) for v in value]
     if isinstance(value, str):
+        value = JOB_ID.sub("bash-<job>", value)
         value = GLOB_NOTE.sub("\n\n(<glob truncation note>)", value)
         value = IMAGE_BYTES.sub(r"\1<n>\2", value)
         return DOWNSCALE_NOTE.sub(r"\1<note>)", value)
@@ -193,6 +198,8 @@ def normalise_events(results, prompts) -> list[dict]:
             data["messageSeqs"] = [renumber.get(s, s) for s in data["messageSeqs"]]
         if e["type"] in ("assistant/message", "assistant/attempt"):
             mask_usage(data)
+        if e["type"] == "tool/result" and isinstance(data.get("meta"), dict):
+            data["meta"].pop("jobId", None)  # ours: the official meta is {cwd}
         e["seq"] = renumber[e["seq"]]
         if "sourceEventSeqs" in e:
             e["sourceEventSeqs"] = [renumber.get(s, s) for s in e["sourceEventSeqs"]]
@@ -349,6 +356,20 @@ SCENARIOS.update({
          {"text": "Done."}],
         ["Where am I?"],
         {"env": FULL_ACCESS, "files": {"sub/x.txt": "x\n"}, "profile": "sdk-minimal"},
+    ),
+})
+
+# Issue 26, row 4: a command still running at its time limit moves to the
+# background; the result is what it printed so far (nothing at all when it
+# printed nothing), the marker, then the notice that the agent will be told
+# when it ends. The commands outlive the turn; closing the session ends them.
+SCENARIOS.update({
+    "tool_bash_timeout_to_background": (
+        [{"blocks": [{"tool_call": {"id": "toolu_bg_1", "name": "bash", "arguments": {"description": "Wait", "command": "sleep 30", "timeoutMs": 300}}}]},
+         {"blocks": [{"tool_call": {"id": "toolu_bg_2", "name": "bash", "arguments": {"description": "Print, wait", "command": "echo early; echo err >&2; sleep 30", "timeoutMs": 400}}}]},
+         {"text": "Both run on."}],
+        ["Start the slow commands"],
+        {"env": FULL_ACCESS},
     ),
 })
 
