@@ -103,8 +103,9 @@ impl Bash {
                 Duration::from_millis(ms.min(MAX_TIMEOUT_MS).round().max(1.0) as u64)
             }
             Some(ms) => {
+                // The official text.
                 return ToolOutput::failure(format!(
-                    "Error: invalid arguments for bash: parameter \"timeoutMs\" must be a positive number of milliseconds, got {ms}."
+                    "Error: invalid timeoutMs: expected a positive number, got {ms}"
                 ));
             }
         };
