@@ -373,6 +373,59 @@ SCENARIOS.update({
     ),
 })
 
+# Issue 26, row 6: arguments that do not fit a tool's schema. Every problem
+# is named (missing required properties first, then ill-typed ones in
+# schema order), with error {ToolArgsError, INVALID_ARGS}; unknown
+# properties are ignored; an empty argument string is {}.
+BAD_ARGS = [
+    ("read", {}),
+    ("read", {"file_path": 5}),
+    ("read", {"file_path": None}),
+    ("read", {"file_path": "a.txt", "bogus": 1}),
+    ("read", {"limit": "x", "offset": "y", "file_path": [1]}),
+    ("read", {"file_path": "a.txt", "offset": 0}),
+    ("read", {"file_path": "a.txt", "limit": 1.5}),
+    ("read", ""),
+    ("write", {"content": 5, "file_path": 5}),
+    ("write", {"file_path": "b.txt"}),
+    ("edit", {}),
+    ("edit", {"new_string": 1, "file_path": "a.txt"}),
+    ("edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta", "replace_all": "yes"}),
+    ("bash", {"description": "d"}),
+    ("bash", {"description": 1, "command": True}),
+    ("bash", {"description": "d", "command": "true", "timeoutMs": None}),
+    ("bash", {"description": "d", "command": "true", "timeoutMs": -5}),
+    ("bash", {"description": "d", "command": "true", "sandbox_permissions": "root"}),
+    ("bash", {"description": "d", "command": "true", "run_in_background": "yes"}),
+    ("glob", {}),
+    ("glob", {"pattern": "*.txt", "path": 1}),
+    ("glob", {"pattern": "*.txt", "bogus": 1}),
+    ("grep", {"pattern": ["a"]}),
+    ("grep", {"pattern": "alpha", "include": None}),
+    ("todo_write", {"todos": [{"content": 1, "status": "done"}, {"content": "a"}, {"content": "a", "status": "pending", "x": 1}, 5]}),
+]
+SCENARIOS.update({
+    "tool_invalid_arguments": (
+        [{"blocks": [{"tool_call": {"id": f"toolu_args_{i}", "name": name, "arguments": arguments}}]}
+         for i, (name, arguments) in enumerate(BAD_ARGS)]
+        + [{"text": "All refused."}],
+        ["Call the tools badly"],
+        {"env": FULL_ACCESS, "files": {"a.txt": "alpha\n"}},
+    ),
+    # Argument text that is not a JSON object never reaches a tool: the
+    # reply is malformed and the turn ends with MALFORMED_RESPONSE.
+    **{
+        f"tool_arguments_{name}": (
+            [{"blocks": [{"text": "Calling."}, {"tool_call": {"id": "toolu_raw_1", "name": "read", "arguments": raw}}]},
+             {"text": "unused"}],
+            ["Call read"],
+            {"files": {"a.txt": "alpha\n"}},
+        )
+        for name, raw in {"not_json": "not json", "cut_json": "{\"file_path\": \"a.t", "blank": "  ",
+                          "array": "[1,2]", "null": "null", "string": "\"a.txt\""}.items()
+    },
+})
+
 # glob: oldest first, relative to the cwd, hidden and ignored files
 # included, names matched at any depth; only .git is skipped.
 GLOB_FILES = {name: ("x\n", 1_700_000_000 + age) for age, name in enumerate([
