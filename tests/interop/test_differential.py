@@ -136,6 +136,10 @@ def mask_image_handles(content):
             block["source"] = "<request image>"
 
 
+# A background job's id is random in both runtimes.
+JOB_ID = re.compile(r"\bbash-[0-9a-f]{16}\b")
+
+
 def mask_notes(value):
     if isinstance(value, dict):
         value = {k: mask_notes(v) for k, v in value.items()}
@@ -145,6 +149,7 @@ def mask_notes(value):
     if isinstance(value, list):
         return [mask_notes(v) for v in value]
     if isinstance(value, str):
+        value = JOB_ID.sub("bash-<job>", value)
         value = GLOB_NOTE.sub("\n\n(<glob truncation note>)", value)
         value = IMAGE_BYTES.sub(r"\1<n>\2", value)
         return DOWNSCALE_NOTE.sub(r"\1<note>)", value)
@@ -193,6 +198,8 @@ def normalise_events(results, prompts) -> list[dict]:
             data["messageSeqs"] = [renumber.get(s, s) for s in data["messageSeqs"]]
         if e["type"] in ("assistant/message", "assistant/attempt"):
             mask_usage(data)
+        if e["type"] == "tool/result" and isinstance(data.get("meta"), dict):
+            data["meta"].pop("jobId", None)  # ours: the official meta is {cwd}
         e["seq"] = renumber[e["seq"]]
         if "sourceEventSeqs" in e:
             e["sourceEventSeqs"] = [renumber.get(s, s) for s in e["sourceEventSeqs"]]
@@ -350,6 +357,73 @@ SCENARIOS.update({
         ["Where am I?"],
         {"env": FULL_ACCESS, "files": {"sub/x.txt": "x\n"}, "profile": "sdk-minimal"},
     ),
+})
+
+# Issue 26, row 4: a command still running at its time limit moves to the
+# background; the result is what it printed so far (nothing at all when it
+# printed nothing), the marker, then the notice that the agent will be told
+# when it ends. The commands outlive the turn; closing the session ends them.
+SCENARIOS.update({
+    "tool_bash_timeout_to_background": (
+        [{"blocks": [{"tool_call": {"id": "toolu_bg_1", "name": "bash", "arguments": {"description": "Wait", "command": "sleep 30", "timeoutMs": 300}}}]},
+         {"blocks": [{"tool_call": {"id": "toolu_bg_2", "name": "bash", "arguments": {"description": "Print, wait", "command": "echo early; echo err >&2; sleep 30", "timeoutMs": 400}}}]},
+         {"text": "Both run on."}],
+        ["Start the slow commands"],
+        {"env": FULL_ACCESS},
+    ),
+})
+
+# Issue 26, row 6: arguments that do not fit a tool's schema. Every problem
+# is named (missing required properties first, then ill-typed ones in
+# schema order), with error {ToolArgsError, INVALID_ARGS}; unknown
+# properties are ignored; an empty argument string is {}.
+BAD_ARGS = [
+    ("read", {}),
+    ("read", {"file_path": 5}),
+    ("read", {"file_path": None}),
+    ("read", {"file_path": "a.txt", "bogus": 1}),
+    ("read", {"limit": "x", "offset": "y", "file_path": [1]}),
+    ("read", {"file_path": "a.txt", "offset": 0}),
+    ("read", {"file_path": "a.txt", "limit": 1.5}),
+    ("read", ""),
+    ("write", {"content": 5, "file_path": 5}),
+    ("write", {"file_path": "b.txt"}),
+    ("edit", {}),
+    ("edit", {"new_string": 1, "file_path": "a.txt"}),
+    ("edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta", "replace_all": "yes"}),
+    ("bash", {"description": "d"}),
+    ("bash", {"description": 1, "command": True}),
+    ("bash", {"description": "d", "command": "true", "timeoutMs": None}),
+    ("bash", {"description": "d", "command": "true", "timeoutMs": -5}),
+    ("bash", {"description": "d", "command": "true", "sandbox_permissions": "root"}),
+    ("bash", {"description": "d", "command": "true", "run_in_background": "yes"}),
+    ("glob", {}),
+    ("glob", {"pattern": "*.txt", "path": 1}),
+    ("glob", {"pattern": "*.txt", "bogus": 1}),
+    ("grep", {"pattern": ["a"]}),
+    ("grep", {"pattern": "alpha", "include": None}),
+    ("todo_write", {"todos": [{"content": 1, "status": "done"}, {"content": "a"}, {"content": "a", "status": "pending", "x": 1}, 5]}),
+]
+SCENARIOS.update({
+    "tool_invalid_arguments": (
+        [{"blocks": [{"tool_call": {"id": f"toolu_args_{i}", "name": name, "arguments": arguments}}]}
+         for i, (name, arguments) in enumerate(BAD_ARGS)]
+        + [{"text": "All refused."}],
+        ["Call the tools badly"],
+        {"env": FULL_ACCESS, "files": {"a.txt": "alpha\n"}},
+    ),
+    # Argument text that is not a JSON object never reaches a tool: the
+    # reply is malformed and the turn ends with MALFORMED_RESPONSE.
+    **{
+        f"tool_arguments_{name}": (
+            [{"blocks": [{"text": "Calling."}, {"tool_call": {"id": "toolu_raw_1", "name": "read", "arguments": raw}}]},
+             {"text": "unused"}],
+            ["Call read"],
+            {"files": {"a.txt": "alpha\n"}},
+        )
+        for name, raw in {"not_json": "not json", "cut_json": "{\"file_path\": \"a.t", "blank": "  ",
+                          "array": "[1,2]", "null": "null", "string": "\"a.txt\""}.items()
+    },
 })
 
 # glob: oldest first, relative to the cwd, hidden and ignored files

@@ -1,46 +1,46 @@
 //! Parsing and validating the raw argument string of a call against the
-//! tool's JSON schema, with errors the model can act on.
+//! tool's JSON schema, answered the way the official runtime answers:
+//! `Error: invalid arguments: ` and every problem, joined by `; `, with
+//! `error {ToolArgsError, INVALID_ARGS}`.
 
-use crate::output::Failure;
-use dsh_protocol::catalog::ToolSpec;
+use crate::ToolOutput;
+use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// Parses `raw` (empty means `{}`), checks it against `spec.parameters` and
-/// deserialises it. Optional properties given as `null` count as absent;
-/// unknown top-level properties are ignored.
-pub(crate) fn parse<T: DeserializeOwned>(spec: &ToolSpec, raw: &str) -> Result<T, Failure> {
-    let tool = &spec.name;
-    let value = if raw.trim().is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_str::<Value>(raw).map_err(|err| {
-            Failure(format!(
-                "Error: the arguments for {tool} are not valid JSON ({err}). Send a single JSON object that matches the tool's parameter schema."
-            ))
-        })?
-    };
-    let Value::Object(mut object) = value else {
-        return Err(Failure(format!(
-            "Error: the arguments for {tool} must be a JSON object, got {}.",
-            kind_of(&value)
-        )));
-    };
-    drop_null_optionals(&spec.parameters, &mut object);
-    let value = Value::Object(object);
-    if let Err(problem) = check(&spec.parameters, &value, "") {
-        return Err(Failure(format!(
-            "Error: invalid arguments for {tool}: {problem}."
-        )));
+/// Arguments that do not fit the tool's schema: the problems, as the
+/// model is told them after `Error: invalid arguments: `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Error: invalid arguments: {0}")]
+pub(crate) struct InvalidArgs(pub(crate) String);
+
+impl From<InvalidArgs> for ToolOutput {
+    fn from(err: InvalidArgs) -> Self {
+        ToolOutput::failure(err.to_string()).with_error(ToolErrorCode::InvalidArgs)
     }
-    serde_json::from_value(value)
-        .map_err(|err| Failure(format!("Error: invalid arguments for {tool}: {err}.")))
 }
 
-/// Removes top-level `null` values of properties that are not required.
-fn drop_null_optionals(schema: &Value, object: &mut Map<String, Value>) {
-    let required = required_of(schema);
-    object.retain(|key, value| !value.is_null() || required.iter().any(|r| r == key));
+/// Parses `raw` (empty or blank means `{}`), checks it against
+/// `spec.parameters` and deserialises it. A `null` is a value of the wrong
+/// type, optional or not; unknown top-level properties are ignored.
+pub(crate) fn parse<T: DeserializeOwned>(spec: &ToolSpec, raw: &str) -> Result<T, InvalidArgs> {
+    let raw = if raw.trim().is_empty() { "{}" } else { raw };
+    let value = match serde_json::from_str::<Value>(raw) {
+        Ok(value @ Value::Object(_)) => value,
+        // The official provider ends the turn before such a call reaches a
+        // tool; calls from elsewhere are told this (our words).
+        _ => {
+            return Err(InvalidArgs(
+                "the arguments must be a JSON object".to_owned(),
+            ));
+        }
+    };
+    let mut problems = Vec::new();
+    check(&spec.parameters, &value, "", &mut problems);
+    if !problems.is_empty() {
+        return Err(InvalidArgs(problems.join("; ")));
+    }
+    serde_json::from_value(value).map_err(|err| InvalidArgs(err.to_string()))
 }
 
 fn required_of(schema: &Value) -> Vec<&str> {
@@ -51,17 +51,14 @@ fn required_of(schema: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// Checks `value` against the subset of JSON schema the tool schemas use:
-/// `type`, `properties`, `required`, `additionalProperties: false`, `items`
-/// and `enum`. `at` names the position for messages.
-fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
-    let label = |at: &str| {
-        if at.is_empty() {
-            "the arguments".to_owned()
-        } else {
-            format!("parameter \"{at}\"")
-        }
-    };
+/// Collects the problems of `value` against the subset of JSON schema the
+/// tool schemas use (`type`, `enum`, `properties`, `required`,
+/// `additionalProperties: false`, `items`), in the official order: at each
+/// object its missing required properties (in `required` order), then its
+/// properties in schema order (each checked in depth), then its undeclared
+/// properties when it is closed; an array's items in order. `at` is the
+/// position (`todos[0].status`), empty at the top.
+fn check(schema: &Value, value: &Value, at: &str, problems: &mut Vec<String>) {
     if let Some(expected) = schema.get("type").and_then(Value::as_str) {
         let ok = match expected {
             "object" => value.is_object(),
@@ -73,65 +70,45 @@ fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
             _ => true,
         };
         if !ok {
-            return Err(format!(
-                "{} must be {}, got {}",
-                label(at),
-                article(expected),
-                kind_of(value)
-            ));
+            problems.push(format!("\"{at}\" must be {}", article(expected)));
+            return;
         }
     }
     if let Some(options) = schema.get("enum").and_then(Value::as_array)
         && !options.contains(value)
     {
-        let names: Vec<String> = options.iter().map(Value::to_string).collect();
-        return Err(format!(
-            "{} must be one of {}, got {}",
-            label(at),
-            names.join(", "),
-            value
-        ));
+        let list = serde_json::to_string(options).unwrap_or_default();
+        problems.push(format!("\"{at}\" must be one of {list}"));
+        return;
     }
     if let Value::Object(object) = value {
-        let properties = schema.get("properties").and_then(Value::as_object);
         for name in required_of(schema) {
-            match object.get(name) {
-                None => {
-                    return Err(format!("parameter \"{}\" is required", join(at, name)));
-                }
-                Some(Value::Null) => {
-                    return Err(format!(
-                        "parameter \"{}\" is required and must not be null",
+            if !object.contains_key(name) {
+                problems.push(format!("missing required property \"{}\"", join(at, name)));
+            }
+        }
+        let properties = schema.get("properties").and_then(Value::as_object);
+        for (name, sub) in properties.into_iter().flatten() {
+            if let Some(item) = object.get(name) {
+                check(sub, item, &join(at, name), problems);
+            }
+        }
+        if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+            for name in object.keys() {
+                if !properties.is_some_and(|p| p.contains_key(name)) {
+                    problems.push(format!(
+                        "\"{}\" is not a declared property (additionalProperties: false)",
                         join(at, name)
                     ));
                 }
-                Some(_) => {}
-            }
-        }
-        let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
-        for (name, item) in object {
-            match properties.and_then(|p| p.get(name)) {
-                Some(sub) => check(sub, item, &join(at, name))?,
-                None if closed => {
-                    return Err(format!(
-                        "{} has no property \"{name}\"",
-                        if at.is_empty() {
-                            "the object".to_owned()
-                        } else {
-                            format!("\"{at}\"")
-                        }
-                    ));
-                }
-                None => {}
             }
         }
     }
     if let (Value::Array(items), Some(item_schema)) = (value, schema.get("items")) {
         for (index, item) in items.iter().enumerate() {
-            check(item_schema, item, &format!("{at}[{index}]"))?;
+            check(item_schema, item, &format!("{at}[{index}]"), problems);
         }
     }
-    Ok(())
 }
 
 fn join(at: &str, name: &str) -> String {
@@ -149,16 +126,7 @@ fn article(kind: &str) -> String {
     }
 }
 
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+use crate::output::Failure;
 
 /// Converts an optional JSON number argument to a whole number within
 /// `min..=max`, rejecting non-finite, fractional and out-of-range values.
@@ -178,4 +146,26 @@ pub(crate) fn whole_number(
         )));
     }
     Ok(Some(number as u64))
+}
+
+/// An optional `offset`/`limit` style argument as a whole number of at
+/// least 1, answered as the official runtime answers otherwise
+/// (`Error: <name> must be a positive integer`, no `error` object). Values
+/// beyond `max` become `max`.
+pub(crate) fn positive_integer(
+    name: &str,
+    value: Option<f64>,
+    max: u64,
+) -> Result<Option<u64>, Failure> {
+    let Some(number) = value else {
+        return Ok(None);
+    };
+    if !number.is_finite() || number.fract() != 0.0 || number < 1.0 {
+        return Err(Failure(format!("Error: {name} must be a positive integer")));
+    }
+    Ok(Some(if number >= max as f64 {
+        max
+    } else {
+        number as u64
+    }))
 }

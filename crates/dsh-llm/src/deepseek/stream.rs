@@ -15,9 +15,44 @@ struct Block {
     /// `block-end` when it closes.
     text: String,
     signature: Option<String>,
-    /// For a closed tool call: whether its arguments are a JSON object
-    /// (checked at `message_stop` unless the reply hit `max_tokens`).
-    arguments_object: bool,
+    /// For a closed tool call: what its arguments are (checked at
+    /// `message_stop` unless the reply hit `max_tokens`).
+    arguments: Arguments,
+}
+
+/// What a tool call's argument text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arguments {
+    /// A JSON object (an empty text counts as `{}`).
+    Object,
+    /// JSON, but not an object.
+    NotObject,
+    /// Not JSON.
+    NotJson,
+}
+
+impl Arguments {
+    fn of(text: &str) -> Self {
+        if text.is_empty() {
+            return Self::Object;
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(_)) => Self::Object,
+            Ok(_) => Self::NotObject,
+            Err(_) => Self::NotJson,
+        }
+    }
+
+    /// The failure of a reply holding a call with these arguments, in the
+    /// official runtime's words; `None` for an object.
+    fn failure(self) -> Option<LlmFailure> {
+        let message = match self {
+            Self::Object => return None,
+            Self::NotObject => format!("{LABEL} expected a JSON object"),
+            Self::NotJson => format!("{LABEL} stream: tool input is invalid JSON"),
+        };
+        Some(LlmFailure::new(LlmFailureCode::MalformedResponse, message))
+    }
 }
 
 /// Translates one response's SSE events into chunks.
@@ -158,7 +193,7 @@ impl Translator {
             name: name.clone(),
             text: String::new(),
             signature: None,
-            arguments_object: true,
+            arguments: Arguments::Object,
         });
         let index = chunk_index(local);
         let mut chunks = vec![StreamChunk::BlockStart {
@@ -234,7 +269,13 @@ impl Translator {
             BlockType::Text => json!({"type": "text", "text": text}),
             BlockType::Reasoning => json!({"type": "reasoning", "text": text}),
             BlockType::ToolCall => {
-                block.arguments_object = is_json_object(&text);
+                block.arguments = Arguments::of(&text);
+                // As the official runtime records it: no arguments are `{}`.
+                let text = if text.is_empty() {
+                    "{}".to_owned()
+                } else {
+                    text
+                };
                 json!({"type": "tool-call", "id": block.id, "name": block.name, "arguments": text})
             }
         };
@@ -260,16 +301,13 @@ impl Translator {
         if reason != FinishReason::MaxTokens {
             for block in self.blocks.iter().filter(|b| b.kind == BlockType::ToolCall) {
                 // A block still open holds its arguments.
-                let object = if block.text.is_empty() {
-                    block.arguments_object
+                let arguments = if block.text.is_empty() {
+                    block.arguments
                 } else {
-                    is_json_object(&block.text)
+                    Arguments::of(&block.text)
                 };
-                if !object {
-                    return Err(malformed(&format!(
-                        "tool call {} has arguments that are not a JSON object",
-                        block.id
-                    )));
+                if let Some(failure) = arguments.failure() {
+                    return Err(failure);
                 }
             }
         }
@@ -301,12 +339,6 @@ impl Translator {
 
 /// Whether tool arguments are a JSON object (empty means `{}`), checked
 /// without building the value.
-fn is_json_object(arguments: &str) -> bool {
-    arguments.is_empty()
-        || (arguments.trim_start().starts_with('{')
-            && serde_json::from_str::<serde::de::IgnoredAny>(arguments).is_ok())
-}
-
 fn chunk_index(local: usize) -> u32 {
     u32::try_from(local).unwrap_or(u32::MAX)
 }
@@ -478,8 +510,72 @@ mod tests {
             ev("message_stop", json!({"type":"message_stop"})),
         ];
         assert_eq!(
-            run(&bad_args).err().map(|f| f.code),
-            Some("MALFORMED_RESPONSE".into())
+            run(&bad_args).err().map(|f| (f.code, f.message)),
+            Some((
+                "MALFORMED_RESPONSE".into(),
+                "DeepSeek Messages expected a JSON object".into()
+            ))
+        );
+    }
+
+    /// A tool call with these streamed arguments, then `message_stop`.
+    fn call_with(arguments: &str) -> Vec<SseEvent> {
+        vec![
+            ev(
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"x"}}),
+            ),
+            ev(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":arguments}}),
+            ),
+            ev(
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":0}),
+            ),
+            ev(
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason":"tool_use"}}),
+            ),
+            ev("message_stop", json!({"type":"message_stop"})),
+        ]
+    }
+
+    #[test]
+    fn tool_arguments_are_checked_in_the_official_words() {
+        for (arguments, message) in [
+            ("null", "DeepSeek Messages expected a JSON object"),
+            ("\"x\"", "DeepSeek Messages expected a JSON object"),
+            (
+                "not json",
+                "DeepSeek Messages stream: tool input is invalid JSON",
+            ),
+            ("  ", "DeepSeek Messages stream: tool input is invalid JSON"),
+            (
+                "{\"a\":1",
+                "DeepSeek Messages stream: tool input is invalid JSON",
+            ),
+        ] {
+            assert_eq!(
+                run(&call_with(arguments))
+                    .err()
+                    .map(|f| (f.code, f.message)),
+                Some(("MALFORMED_RESPONSE".into(), message.into())),
+                "{arguments:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_tool_arguments_are_recorded_as_an_empty_object() {
+        let chunks = run(&call_with("")).unwrap_or_default();
+        let end = chunks.iter().find_map(|c| match c {
+            StreamChunk::BlockEnd { block, .. } => Some(block.clone()),
+            _ => None,
+        });
+        assert_eq!(
+            end,
+            Some(json!({"type":"tool-call","id":"t","name":"x","arguments":"{}"}))
         );
     }
 }

@@ -9,9 +9,24 @@ use std::sync::Arc;
 /// and the whole is written to a file named in the result.
 pub const OUTPUT_DISPLAY_LIMIT: usize = 30_000;
 
+/// What a result shows when the job has printed nothing yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WhenSilent {
+    /// `(no output)` before the markers.
+    SayNoOutput,
+    /// Only the markers (as the official runtime words a command moved to
+    /// the background by its time limit).
+    MarkersOnly,
+}
+
 /// Renders a job's output followed by `markers` (each on its own line),
 /// adding the truncation and sandbox-denial markers as needed.
-pub(crate) fn render(job: &Job, ended: Option<&Outcome>, extra: &[String]) -> String {
+pub(crate) fn render(
+    job: &Job,
+    ended: Option<&Outcome>,
+    extra: &[String],
+    silent: WhenSilent,
+) -> String {
     let peek = job.output(false);
     let body_len = peek.stdout.len() + peek.stderr.len() + "[stderr]\n".len() + 1;
     let output = if body_len > OUTPUT_DISPLAY_LIMIT || peek.partial {
@@ -19,7 +34,14 @@ pub(crate) fn render(job: &Job, ended: Option<&Outcome>, extra: &[String]) -> St
     } else {
         peek
     };
-    let body = compose(&output.stdout, &output.stderr);
+    let body = if silent == WhenSilent::MarkersOnly
+        && output.stdout.is_empty()
+        && output.stderr.is_empty()
+    {
+        String::new()
+    } else {
+        compose(&output.stdout, &output.stderr)
+    };
     let mut markers = Vec::new();
     let mut text = if body.len() > OUTPUT_DISPLAY_LIMIT || output.partial {
         let note = match &output.full_path {
@@ -81,9 +103,10 @@ pub(crate) async fn render_off_worker(
     job: &Arc<Job>,
     ended: Option<Outcome>,
     extra: Vec<String>,
+    silent: WhenSilent,
 ) -> String {
     let job = job.clone();
-    tokio::task::spawn_blocking(move || render(&job, ended.as_ref(), &extra))
+    tokio::task::spawn_blocking(move || render(&job, ended.as_ref(), &extra, silent))
         .await
         .unwrap_or_else(|err| format!("[the output could not be shown: {err}]"))
 }

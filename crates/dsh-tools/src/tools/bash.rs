@@ -3,7 +3,10 @@
 
 use super::{TypedTool, boolean, justification, number, sandbox_permissions, spec, string};
 use crate::approval::check_escalation;
-use crate::jobs::{self, Job, JobEnd, Outcome, SpillTarget, render::render_off_worker};
+use crate::jobs::{
+    self, Job, JobEnd, Outcome, SpillTarget,
+    render::{WhenSilent, render_off_worker},
+};
 use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
 use dsh_protocol::catalog::ToolEvent;
 use dsh_protocol::catalog::ToolSpec;
@@ -14,6 +17,10 @@ use std::time::Duration;
 
 /// Longest foreground wait a call may ask for with `timeoutMs`.
 const MAX_TIMEOUT_MS: f64 = 600_000.0;
+
+/// The line after the marker of a command moved to the background by its
+/// time limit, word for word as the official runtime writes it.
+const BACKGROUNDED_NOTICE: &str = "The command keeps running in the background. You will be notified when it finishes; read newer output with job_output, stop it with job_kill.";
 
 const DESCRIPTION: &str = "Run a shell command with bash in a fresh process (no state carries over between calls; use workdir instead of cd). The command runs inside the session's file-system sandbox with stdin closed. The result holds stdout, then a [stderr] section if anything was written there, then status lines such as [exit code: N] for a non-zero exit. A non-zero exit is reported, not treated as a tool failure. Output longer than 30000 bytes keeps its end and names a file holding all of it. A command still running when timeoutMs (default 60000) expires keeps running as a background job whose id is returned; check it with job_output and stop it with job_kill. Set run_in_background for servers and other long-lived commands.";
 
@@ -98,8 +105,9 @@ impl Bash {
                 Duration::from_millis(ms.min(MAX_TIMEOUT_MS).round().max(1.0) as u64)
             }
             Some(ms) => {
+                // The official text.
                 return ToolOutput::failure(format!(
-                    "Error: invalid arguments for bash: parameter \"timeoutMs\" must be a positive number of milliseconds, got {ms}."
+                    "Error: invalid timeoutMs: expected a positive number, got {ms}"
                 ));
             }
         };
@@ -155,12 +163,20 @@ impl Bash {
             end = job.wait(None) => end,
             () = tokio::time::sleep(timeout) => {
                 job.move_to_background(ctx.host.as_ref());
+                // The official text: what the command printed so far (nothing
+                // when it printed nothing), the marker, then the notice.
                 let note = format!(
                     "[still running after {}ms; moved to background job {}]",
                     timeout.as_millis(),
                     job.id
                 );
-                let text = render_off_worker(&job, None, vec![note]).await;
+                let text = render_off_worker(
+                    &job,
+                    None,
+                    vec![note, BACKGROUNDED_NOTICE.to_owned()],
+                    WhenSilent::MarkersOnly,
+                )
+                .await;
                 return ToolOutput::text(text).with_meta(with_job(meta, &job.id));
             }
             () = ctx.cancel.cancelled() => {
@@ -183,8 +199,10 @@ pub(crate) async fn finished(
 ) -> ToolOutput {
     match end.map(|end| end.outcome) {
         Some(Outcome::Failed(text)) => ToolOutput::failure(format!("Error: {text}")),
-        Some(outcome) => ToolOutput::text(render_off_worker(job, Some(outcome), Vec::new()).await)
-            .with_meta(meta),
+        Some(outcome) => ToolOutput::text(
+            render_off_worker(job, Some(outcome), Vec::new(), WhenSilent::SayNoOutput).await,
+        )
+        .with_meta(meta),
         None => ToolOutput::failure("Error: lost track of the command."),
     }
 }

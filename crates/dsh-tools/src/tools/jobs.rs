@@ -2,7 +2,10 @@
 //! `bash` jobs and of its foreign jobs (background workflows).
 
 use super::{TypedTool, boolean, number, spec, string};
-use crate::jobs::{Job, JobEnd, now_ms, render::render_off_worker};
+use crate::jobs::{
+    Job, JobEnd, now_ms,
+    render::{WhenSilent, render_off_worker},
+};
 use crate::{ForeignJob, ToolContext, ToolOutput, args};
 use dsh_protocol::catalog::ToolSpec;
 use serde::Deserialize;
@@ -246,7 +249,13 @@ impl TypedTool for JobOutput {
 /// The `job_output` text: a state line, then the output and markers.
 async fn output_of(job: &Arc<Job>, extra: Vec<String>) -> ToolOutput {
     let end = job.end();
-    let body = render_off_worker(job, end.as_ref().map(|end| end.outcome.clone()), extra).await;
+    let body = render_off_worker(
+        job,
+        end.as_ref().map(|end| end.outcome.clone()),
+        extra,
+        WhenSilent::SayNoOutput,
+    )
+    .await;
     let text = format!("Job {}: {}\n{}", job.id, summary(job), body);
     ToolOutput::text(text).with_meta(job_meta(job))
 }

@@ -72,10 +72,10 @@ impl TypedTool for Read {
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
         let numbers =
-            args::whole_number("read", "offset", a.offset, 1, u64::MAX >> 11).and_then(|offset| {
+            args::positive_integer("offset", a.offset, u64::MAX >> 11).and_then(|offset| {
                 Ok((
                     offset,
-                    args::whole_number("read", "limit", a.limit, 1, u64::MAX >> 11)?,
+                    args::positive_integer("limit", a.limit, u64::MAX >> 11)?,
                 ))
             });
         let (offset, limit) = match numbers {

@@ -174,12 +174,11 @@ async fn timeout_moves_the_command_to_the_background() {
         .await;
     assert!(!out.is_error);
     let id = job_id(&out);
-    assert!(
-        text(&out).ends_with(&format!(
-            "[still running after 300ms; moved to background job {id}]"
-        )),
-        "{}",
-        text(&out)
+    assert_eq!(
+        text(&out),
+        format!(
+            "started\n[still running after 300ms; moved to background job {id}]\nThe command keeps running in the background. You will be notified when it finishes; read newer output with job_output, stop it with job_kill."
+        )
     );
     assert_eq!(fx.host.kinds(), ["job/registered"]);
     let waited = fx
@@ -194,6 +193,19 @@ async fn timeout_moves_the_command_to_the_background() {
     );
     assert_eq!(some(waited.meta.as_ref(), "meta")["status"], "completed");
     assert_eq!(fx.host.kinds(), ["job/registered", "job/settled"]);
+}
+
+#[tokio::test]
+async fn a_silent_command_moved_to_the_background_shows_no_output_line() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let out = fx.bash("sleep 2", ",\"timeoutMs\":200").await;
+    let id = job_id(&out);
+    assert_eq!(
+        text(&out),
+        format!(
+            "[still running after 200ms; moved to background job {id}]\nThe command keeps running in the background. You will be notified when it finishes; read newer output with job_output, stop it with job_kill."
+        )
+    );
 }
 
 #[tokio::test]
