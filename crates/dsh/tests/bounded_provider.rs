@@ -187,14 +187,18 @@ fn one_huge_delta_arrives_whole() {
     assert!(text.bytes().all(|b| b == b'x'));
 }
 
-/// A field of `/proc/<pid>/status` in bytes (`VmRSS`, `VmHWM`).
+/// A field of `/proc/<pid>/status` in bytes (`VmRSS`, `VmHWM`). A status
+/// that cannot be read or lacks the field fails the test: a guard that
+/// read 0 would pass whatever the runtime did.
 fn status_bytes(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|err| panic!("/proc/{pid}/status cannot be read: {err}"));
     status
         .lines()
         .find_map(|line| line.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kib| kib * 1024)
+        .map(|kib| kib * 1024)
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status:\n{status}"))
 }
 
 #[test]
@@ -229,6 +233,17 @@ fn a_huge_tool_call_costs_less_than_four_times_its_size() {
     assert!(
         result.to_string().contains("unknown tool"),
         "the call ran: {result}"
+    );
+    // A sane start (a running runtime holds at least a MiB, and less than
+    // the input it has not read yet) and a peak that saw the input (the
+    // call's text was held at least once).
+    assert!(
+        (1 << 20..bytes as u64).contains(&before),
+        "resident at start: {before} bytes"
+    );
+    assert!(
+        peak > before + bytes as u64,
+        "the peak ({peak} bytes) does not show the {bytes}-byte input held once over the start ({before} bytes)"
     );
     let grown = peak.saturating_sub(before);
     eprintln!(

@@ -36,7 +36,9 @@ impl Mount {
     fn tmpfs(dir: &Path) -> Option<Self> {
         fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{e}"));
         if !rustix::process::geteuid().is_root() {
-            eprintln!("SKIPPED full_disk: not root, cannot mount a tmpfs (CI runs this as root)");
+            dsh_repo_checks::skip(
+                "full_disk: not root, cannot mount a tmpfs (CI runs this as root)",
+            );
             return None;
         }
         let out = Command::new("mount")
@@ -48,14 +50,14 @@ impl Mount {
                 dir: dir.to_path_buf(),
             }),
             Ok(out) => {
-                eprintln!(
-                    "SKIPPED full_disk: mount -t tmpfs failed: {}",
+                dsh_repo_checks::skip(&format!(
+                    "full_disk: mount -t tmpfs failed: {}",
                     String::from_utf8_lossy(&out.stderr).trim()
-                );
+                ));
                 None
             }
             Err(err) => {
-                eprintln!("SKIPPED full_disk: cannot run mount: {err}");
+                dsh_repo_checks::skip(&format!("full_disk: cannot run mount: {err}"));
                 None
             }
         }

@@ -21,7 +21,7 @@ async fn kernel_support_is_detected() {
 #[tokio::test]
 async fn workspace_write_allows_the_workspace_and_denies_elsewhere() {
     if !landlock_enforced() {
-        eprintln!("skipped: the kernel cannot enforce the sandbox");
+        dsh_repo_checks::skip("sandbox: the kernel cannot enforce the sandbox (Landlock)");
         return;
     }
     let fx = Fixture::new(PermissionMode::WorkspaceWrite);
@@ -63,7 +63,7 @@ async fn workspace_write_allows_the_workspace_and_denies_elsewhere() {
 #[tokio::test]
 async fn read_only_denies_every_write_but_reads() {
     if !landlock_enforced() {
-        eprintln!("skipped: the kernel cannot enforce the sandbox");
+        dsh_repo_checks::skip("sandbox: the kernel cannot enforce the sandbox (Landlock)");
         return;
     }
     let fx = Fixture::new(PermissionMode::ReadOnly);
@@ -234,7 +234,7 @@ fn launcher_rejects_bad_usage() {
 fn an_unprivileged_user_is_confined_through_a_user_namespace() {
     let root = rustix::process::geteuid().is_root();
     if !landlock_enforced() || !root || !std::path::Path::new("/usr/bin/setpriv").exists() {
-        eprintln!("skipped: needs root (to become nobody), setpriv and Landlock");
+        dsh_repo_checks::skip("sandbox: needs root (to become nobody), setpriv and Landlock");
         return;
     }
     let dir = scratch_dir();
@@ -325,7 +325,7 @@ async fn a_missing_protected_directory_fails_closed() {
 #[tokio::test]
 async fn below_abi_6_commands_get_a_pid_namespace() {
     if !landlock_enforced() {
-        eprintln!("skipped: the kernel cannot enforce the sandbox");
+        dsh_repo_checks::skip("sandbox: the kernel cannot enforce the sandbox (Landlock)");
         return;
     }
     let launcher = Launcher::with_args(
