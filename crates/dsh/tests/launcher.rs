@@ -229,9 +229,17 @@ fn variables_read() -> std::collections::BTreeSet<String> {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
             if path.is_dir() {
-                // Shipped sources only: not tests, benches, examples or the test kit.
-                if !["tests", "benches", "examples", "target", "dsh-fake-model"]
-                    .contains(&name.as_str())
+                // Shipped sources only: not tests, benches, examples or the
+                // test kits (the fake model, the repository checks).
+                if ![
+                    "tests",
+                    "benches",
+                    "examples",
+                    "target",
+                    "dsh-fake-model",
+                    "dsh-repo-checks",
+                ]
+                .contains(&name.as_str())
                 {
                     dirs.push(path);
                 }
