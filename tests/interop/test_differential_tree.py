@@ -98,12 +98,20 @@ def run_tree(binary, base: Path, server, prompt: str, settle, **options):
 
 
 def parent_turns_ended(count):
+    """The parent ended `count` turns and announced `idle` after the last
+    one (waiting for that `idle` too keeps the capture from depending on
+    whether it arrived in the same poll as the `turn/end`)."""
     def settle(seen):
-        return sum(
-            1 for n in seen
+        ends = [
+            i for i, n in enumerate(seen)
             if n.method == "session.event" and n.payload["sessionId"] == "parent"
             and n.payload["event"]["type"] == "turn/end"
-        ) >= count
+        ]
+        return len(ends) >= count and any(
+            n.method == "session.status" and n.payload.get("sessionId") == "parent"
+            and n.payload.get("status") == "idle"
+            for n in seen[ends[count - 1] + 1:]
+        )
     return settle
 
 
