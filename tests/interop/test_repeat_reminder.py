@@ -155,3 +155,28 @@ def test_repeated_calls_are_reminded_as_on_the_official_runtime(official_bin, ds
         assert "- tool: read\n" in text and f": {count}\n" in text
         assert '- arguments: {"file_path":"a.txt"}\n' in text
     assert "z… (+116 more chars)\n" in our_texts[4], our_texts[4]
+
+
+def test_sdk_minimal_sends_no_reminder_on_either_runtime(official_bin, dsh_bin, fake_model, base_dir):  # noqa: F811
+    """The official `sdk-minimal` profile has no reminder (observed): three
+    identical calls in a row splice nothing on either runtime."""
+    same = {"blocks": [{"tool_call": {"name": "working_directory", "arguments": {}}}]}
+    for who, binary in (("official", official_bin), ("ours", dsh_bin)):
+        server = fake_model([same, same, same, {"text": "done"}])
+        base = base_dir / who
+        for name in ("home", "ws"):
+            (base / name).mkdir(parents=True)
+        harness = DeepSeekHarness(
+            dsh_bin=str(binary), dsh_home=str(base / "dsh_home"), cwd=str(base / "ws"), profile="sdk-minimal",
+            provider="deepseek-official", model="deepseek-v4-flash", base_url=server.base_url, api_key=KEY,
+            request_timeout_seconds=FRAME_TIMEOUT, env={"HOME": str(base / "home")},
+        )
+        try:
+            events = harness.start_session("s-minimal").run("Where am I?").events
+        finally:
+            harness.close()
+        calls = [e for e in events if e["type"] == "tool/call"]
+        assert [c["data"]["name"] for c in calls] == ["working_directory"] * 3, who
+        kinds = [m.get("source", {}).get("kind") for e in events if e["type"] == "agent/inbox/spliced"
+                 for m in e["data"].get("inserted", [])]
+        assert REMINDER not in kinds, who

@@ -217,14 +217,15 @@ def test_the_search_base_url_is_its_own_setting(dsh_bin, fake_model, base_dir):
     assert source_lines(result_of(events)) == ["- [Elsewhere](https://elsewhere.example/)"]
 
 
-def test_a_bad_search_base_url_stops_the_launch(dsh_bin, base_dir):
+@pytest.mark.parametrize("variable", ["DSH_WEB_SEARCH_BASE_URL", "DEEPSEEK_SEARCH_BASE_URL"])
+def test_a_bad_search_base_url_stops_the_launch_naming_its_variable(variable, dsh_bin, base_dir):
     import subprocess
 
     (base_dir / "h").mkdir()
-    env = clean_env(base_dir / "dsh_home", base_dir / "h", DSH_WEB_SEARCH_BASE_URL="ftp://example.com")
+    env = clean_env(base_dir / "dsh_home", base_dir / "h", **{variable: "ftp://example.com"})
     done = subprocess.run([str(dsh_bin), "--profile", "sdk"], input=b"", env=env, capture_output=True, timeout=30)
     assert done.returncode == 1
-    assert b"DSH_WEB_SEARCH_BASE_URL" in done.stderr and b"ftp://example.com" in done.stderr
+    assert variable.encode() in done.stderr and b"ftp://example.com" in done.stderr
 
 
 def test_the_key_never_appears_in_events_stderr_or_files(dsh_bin, fake_model, make_raw, workspace, dsh_home, home):
@@ -442,13 +443,3 @@ def test_dsh_web_search_base_url_wins_over_deepseek_search_base_url(dsh_bin, fak
     assert first(events, EVENT)["data"]["endpoint"] == ours.base_url + "/messages"
     assert theirs.requests() == []
     assert source_lines(result_of(events)) == ["- [Ours](https://ours.example/)"]
-
-
-def test_a_bad_deepseek_search_base_url_stops_the_launch_naming_it(dsh_bin, base_dir):
-    import subprocess
-
-    (base_dir / "h").mkdir()
-    env = clean_env(base_dir / "dsh_home", base_dir / "h", DEEPSEEK_SEARCH_BASE_URL="ftp://example.com")
-    done = subprocess.run([str(dsh_bin), "--profile", "sdk"], input=b"", env=env, capture_output=True, timeout=30)
-    assert done.returncode == 1
-    assert b"DEEPSEEK_SEARCH_BASE_URL" in done.stderr and b"ftp://example.com" in done.stderr

@@ -11,6 +11,7 @@ use crate::core::{AgentState, Feature};
 use dsh_protocol::catalog::InboxTarget;
 use dsh_session::{UserMessage, text_block};
 use serde_json::Value;
+use sha1::{Digest, Sha1};
 
 /// Source kind of the reminder.
 const REPEAT_TOOL_REMINDER: &str = "repeat-tool-reminder";
@@ -22,22 +23,52 @@ const THRESHOLDS: [u32; 3] = [3, 5, 8];
 /// Characters of the arguments' JSON a firm reminder shows.
 const PREVIEW_CHARS: usize = 500;
 
+/// Arguments up to this many bytes are compared as JSON (spacing does not
+/// count); longer ones by a digest of their text, so a huge call is not
+/// parsed and held again for every step.
+const PARSED_COMPARE_MAX: usize = 64 * 1024;
+
 /// The feature.
 pub(crate) struct RepeatGuard;
+
+/// What makes two calls of one tool the same.
+#[derive(PartialEq)]
+enum Arguments {
+    /// Short arguments, parsed (text that is not JSON as a string).
+    Parsed(Value),
+    /// Long arguments: the SHA-1 of their text.
+    Digest([u8; 20]),
+}
+
+impl Arguments {
+    /// The comparable form of `text`.
+    fn of(text: &str) -> Self {
+        if text.len() > PARSED_COMPARE_MAX {
+            return Self::Digest(Sha1::digest(text.as_bytes()).into());
+        }
+        Self::Parsed(parsed(text))
+    }
+}
+
+/// `text` as JSON (`{}` when empty), or as a JSON string when it is not
+/// JSON.
+fn parsed(text: &str) -> Value {
+    serde_json::from_str::<Value>(crate::tool_args::or_empty_object(text))
+        .unwrap_or_else(|_| Value::String(text.to_owned()))
+}
 
 /// The run of identical calls in the running turn.
 #[derive(Default)]
 struct Run {
-    /// The call repeated: its tool and its arguments (parsed, so spacing
-    /// does not make two calls differ).
-    call: Option<(String, Value)>,
+    /// The call repeated: its tool and its arguments.
+    call: Option<(String, Arguments)>,
     /// How many times in a row.
     count: u32,
 }
 
 impl Run {
     /// Counts one call; returns its count in the run.
-    fn push(&mut self, name: &str, arguments: Value) -> u32 {
+    fn push(&mut self, name: &str, arguments: Arguments) -> u32 {
         let same = self
             .call
             .as_ref()
@@ -58,12 +89,13 @@ impl Feature for RepeatGuard {
     }
 
     fn tool_finished(&self, state: &mut AgentState, name: &str, arguments: &str) {
-        // Arguments that are not JSON compare as their text.
-        let parsed = serde_json::from_str::<Value>(crate::tool_args::or_empty_object(arguments))
-            .unwrap_or_else(|_| Value::String(arguments.to_owned()));
-        let preview = serde_json::to_string(&parsed).unwrap_or_default();
-        let count = state.extension::<Run>().push(name, parsed);
-        if let Some(text) = reminder(name, count, &preview) {
+        let count = state
+            .extension::<Run>()
+            .push(name, Arguments::of(arguments));
+        // The arguments' compact JSON is made only for a reminder that
+        // shows it.
+        let shown = || serde_json::to_string(&parsed(arguments)).unwrap_or_default();
+        if let Some(text) = reminder(name, count, shown) {
             let summary = format!("{name} \u{d7} {count}");
             let notice = UserMessage::inbox_notice(
                 REPEAT_TOOL_REMINDER,
@@ -77,8 +109,8 @@ impl Feature for RepeatGuard {
 }
 
 /// The reminder after the `count`th identical call of `name` whose
-/// arguments' JSON is `arguments`, if that count is a threshold.
-fn reminder(name: &str, count: u32, arguments: &str) -> Option<String> {
+/// arguments' JSON `arguments` gives, if that count is a threshold.
+fn reminder(name: &str, count: u32, arguments: impl FnOnce() -> String) -> Option<String> {
     if count == THRESHOLDS[0] {
         return Some(
             "You have made this exact tool call, with the same arguments, several times in a row. \
@@ -92,7 +124,7 @@ fn reminder(name: &str, count: u32, arguments: &str) -> Option<String> {
     }
     Some(format!(
         "The same tool call keeps repeating without progress:\n- tool: {name}\n- identical calls in a row: {count}\n- arguments: {}\nDo not make this call with these arguments again. Work from its latest result: take another step, use other arguments, or finish if you already know enough.",
-        preview(arguments)
+        preview(&arguments())
     ))
 }
 
@@ -111,27 +143,44 @@ fn preview(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn a_run_counts_identical_calls_and_restarts_on_another() {
         let mut run = Run::default();
-        let a = || json!({"file_path": "a.txt"});
+        let a = || Arguments::of(r#"{"file_path": "a.txt"}"#);
         assert_eq!(run.push("read", a()), 1);
-        assert_eq!(run.push("read", a()), 2);
-        assert_eq!(run.push("read", json!({"file_path": "b.txt"})), 1);
+        assert_eq!(
+            run.push("read", Arguments::of(r#"{ "file_path":"a.txt" }"#)),
+            2
+        );
+        assert_eq!(
+            run.push("read", Arguments::of(r#"{"file_path": "b.txt"}"#)),
+            1
+        );
         assert_eq!(run.push("read", a()), 1);
         assert_eq!(run.push("read", a()), 2);
         assert_eq!(run.push("glob", a()), 1);
+        assert_eq!(run.push("glob", Arguments::of("")), 1);
+        assert_eq!(run.push("glob", Arguments::of("{}")), 2);
+        // Long arguments compare by their text.
+        let long = format!(r#"{{"content": "{}"}}"#, "x".repeat(PARSED_COMPARE_MAX));
+        assert!(matches!(Arguments::of(&long), Arguments::Digest(_)));
+        assert_eq!(run.push("write", Arguments::of(&long)), 1);
+        assert_eq!(run.push("write", Arguments::of(&long)), 2);
+        assert_eq!(
+            run.push("write", Arguments::of(&long.replace(": ", ":"))),
+            1
+        );
     }
 
     #[test]
     fn reminders_come_at_three_five_and_eight() {
         let sent: Vec<u32> = (1..=10)
-            .filter(|&n| reminder("read", n, "{}").is_some())
+            .filter(|&n| reminder("read", n, String::new).is_some())
             .collect();
         assert_eq!(sent, [3, 5, 8]);
-        let firm = reminder("read", 5, r#"{"file_path":"a.txt"}"#).unwrap_or_default();
+        let firm =
+            reminder("read", 5, || r#"{"file_path":"a.txt"}"#.to_owned()).unwrap_or_default();
         assert!(firm.contains("- tool: read\n"), "{firm}");
         assert!(firm.contains(": 5\n"), "{firm}");
         assert!(

@@ -404,6 +404,39 @@ pub(crate) fn failing_server() -> String {
     format!("http://127.0.0.1:{port}")
 }
 
+/// How the first request of `provider` (mounted as `name`, against a
+/// failing server) finishes: its failure.
+#[cfg(test)]
+pub(crate) async fn first_failure(provider: &dyn crate::Provider, name: &str) -> LlmFailure {
+    let (out, mut chunks) = tokio::sync::mpsc::unbounded_channel();
+    provider.start(
+        crate::ModelRequest {
+            session_id: "s".into(),
+            route: crate::Route {
+                provider: name.into(),
+                model: "m".into(),
+                reasoning_effort: None,
+                max_tokens: None,
+            },
+            system: "sys".into(),
+            messages: Vec::new(),
+            tools: std::sync::Arc::new(Vec::new()),
+            compact: false,
+        },
+        out,
+    );
+    while let Some(chunk) = chunks.recv().await {
+        if let crate::StreamChunk::Finish {
+            reason: crate::FinishReason::Error { failure },
+            ..
+        } = chunk
+        {
+            return failure;
+        }
+    }
+    panic!("no failure");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

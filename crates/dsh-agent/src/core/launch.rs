@@ -3,14 +3,17 @@
 
 use super::agent::Agent;
 use super::run_loop;
-use super::shared::{Core, CoreParts};
+use super::shared::Core;
 use super::start::{AgentConfig, Features, Start};
 use super::state::{Activity, AgentState};
 use super::tools::AgentToolHost;
 use crate::profile::PermissionMode;
 use dsh_protocol::catalog::{ApprovalPolicy, PermissionPreset, SandboxMode};
-use dsh_tools::CancellationToken;
+use dsh_tools::{CancellationToken, SessionTools};
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
+use tokio::sync::Notify;
 use tokio::sync::watch;
 
 /// `source` of the policies a child inherits from its parent.
@@ -67,26 +70,33 @@ pub(crate) fn create(config: AgentConfig, start: Start, features: Features) -> A
     let context_window = profile
         .context_window
         .unwrap_or_else(|| config.route.model_info().context_window);
-    let core = Core::new(
-        CoreParts {
-            id: config.session_id,
-            profile,
-            route: config.route,
-            provider: config.provider,
-            retry: config.retry,
-            workspace: config.workspace,
-            roster: features.roster,
-            context_window,
-            system_prompt,
-            hooks: features.hooks,
-            cancel,
-            lineage: config.lineage,
-            sessions: config.sessions,
-            spawner: features.spawner,
-        },
-        state,
-        |core| Arc::new(AgentToolHost(core)),
-    );
+    let roster = features.roster;
+    let fixed_tokens = roster.tokens() + crate::estimate::text(system_prompt.len());
+    let core = Arc::new_cyclic(|weak: &std::sync::Weak<Core>| Core {
+        id: config.session_id,
+        profile,
+        route: config.route,
+        provider: config.provider,
+        retry: config.retry,
+        workspace: config.workspace,
+        roster,
+        context_window,
+        fixed_tokens,
+        system_prompt,
+        session_tools: Arc::new(SessionTools::new()),
+        tool_host: Arc::new(AgentToolHost(weak.clone())),
+        hooks: features.hooks,
+        cancel,
+        wake: Notify::new(),
+        lineage: config.lineage,
+        sessions: config.sessions,
+        spawner: features.spawner,
+        this: weak.clone(),
+        idle_holds: AtomicUsize::new(0),
+        idle_released: Notify::new(),
+        state: Mutex::new(state),
+        children: Mutex::new(Vec::new()),
+    });
     let task = tokio::spawn(run_loop::run(Arc::clone(&core)));
     Agent::new(core, task)
 }

@@ -60,13 +60,13 @@ pub(crate) struct Core {
     /// This agent, for the links its children and jobs keep.
     pub this: Weak<Core>,
     /// Waiters answering at this agent's idle (see [`Core::hold_idle`]).
-    idle_holds: std::sync::atomic::AtomicUsize,
+    pub(super) idle_holds: std::sync::atomic::AtomicUsize,
     /// Told when an idle hold is released.
-    idle_released: Notify,
+    pub(super) idle_released: Notify,
     /// The agent's mutable state (see [`Core::state`]).
-    state: Mutex<AgentState>,
+    pub(super) state: Mutex<AgentState>,
     /// The children this agent started, oldest first.
-    children: Mutex<Vec<Child>>,
+    pub(super) children: Mutex<Vec<Child>>,
 }
 
 /// Longest an idle's hooks wait for the waiters it released to answer.
@@ -88,60 +88,7 @@ impl Drop for IdleHold<'_> {
     }
 }
 
-/// The parts of a [`Core`] its creator chooses (see [`Core::new`]).
-pub(crate) struct CoreParts {
-    pub id: String,
-    pub profile: Arc<Profile>,
-    pub route: Route,
-    pub provider: Arc<dyn Provider>,
-    pub retry: RetryPolicy,
-    pub workspace: PathBuf,
-    pub roster: Arc<Roster>,
-    pub context_window: u64,
-    pub system_prompt: String,
-    pub hooks: Hooks,
-    pub cancel: CancellationToken,
-    pub lineage: Lineage,
-    pub sessions: Option<Arc<dyn SessionHost>>,
-    pub spawner: Arc<dyn Spawner>,
-}
-
 impl Core {
-    /// A core over `state`; `tool_host` makes the library's host from a
-    /// link to the core.
-    pub fn new(
-        parts: CoreParts,
-        state: AgentState,
-        tool_host: impl FnOnce(Weak<Core>) -> Arc<dyn ToolHost>,
-    ) -> Arc<Self> {
-        let fixed_tokens = parts.roster.tokens() + crate::estimate::text(parts.system_prompt.len());
-        Arc::new_cyclic(|weak| Self {
-            id: parts.id,
-            profile: parts.profile,
-            route: parts.route,
-            provider: parts.provider,
-            retry: parts.retry,
-            workspace: parts.workspace,
-            roster: parts.roster,
-            context_window: parts.context_window,
-            fixed_tokens,
-            system_prompt: parts.system_prompt,
-            session_tools: Arc::new(SessionTools::new()),
-            tool_host: tool_host(weak.clone()),
-            hooks: parts.hooks,
-            cancel: parts.cancel,
-            wake: Notify::new(),
-            lineage: parts.lineage,
-            sessions: parts.sessions,
-            spawner: parts.spawner,
-            this: weak.clone(),
-            idle_holds: std::sync::atomic::AtomicUsize::new(0),
-            idle_released: Notify::new(),
-            state: Mutex::new(state),
-            children: Mutex::new(Vec::new()),
-        })
-    }
-
     /// Locks the state. A panic while the lock was held cannot leave the
     /// state half-updated in a way later appends depend on (every mutation
     /// is a complete event append), so a poisoned lock is recovered.

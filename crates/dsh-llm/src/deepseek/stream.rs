@@ -490,25 +490,7 @@ mod tests {
             run(&[error]).err().map(|f| (f.code, f.message)),
             Some(("SERVER".into(), "busy".into()))
         );
-        let bad_args = vec![
-            ev(
-                "content_block_start",
-                json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"x"}}),
-            ),
-            ev(
-                "content_block_delta",
-                json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"[1]"}}),
-            ),
-            ev(
-                "content_block_stop",
-                json!({"type":"content_block_stop","index":0}),
-            ),
-            ev(
-                "message_delta",
-                json!({"type":"message_delta","delta":{"stop_reason":"tool_use"}}),
-            ),
-            ev("message_stop", json!({"type":"message_stop"})),
-        ];
+        let bad_args = call_with("[1]");
         assert_eq!(
             run(&bad_args).err().map(|f| (f.code, f.message)),
             Some((

@@ -140,37 +140,6 @@ fn fail(out: &ChunkSender, failure: LlmFailure) {
 mod tests {
     use super::*;
 
-    /// The provider's first request, against `base`: its finishing failure.
-    async fn first_request(provider: &dyn Provider) -> LlmFailure {
-        let (out, mut chunks) = tokio::sync::mpsc::unbounded_channel();
-        provider.start(
-            ModelRequest {
-                session_id: "s".into(),
-                route: crate::Route {
-                    provider: NAME.into(),
-                    model: "m".into(),
-                    reasoning_effort: None,
-                    max_tokens: None,
-                },
-                system: "sys".into(),
-                messages: Vec::new(),
-                tools: Arc::new(Vec::new()),
-                compact: false,
-            },
-            out,
-        );
-        while let Some(chunk) = chunks.recv().await {
-            if let StreamChunk::Finish {
-                reason: FinishReason::Error { failure },
-                ..
-            } = chunk
-            {
-                return failure;
-            }
-        }
-        panic!("no failure");
-    }
-
     #[tokio::test]
     async fn the_http_client_is_built_at_the_first_request_not_at_mount() {
         let provider = OpenAiCompatible::new(OpenAiConfig {
@@ -180,7 +149,7 @@ mod tests {
             limits: ReplyLimits::default(),
         });
         assert!(!provider.client.is_built(), "mounting builds no client");
-        let failure = first_request(&provider).await;
+        let failure = http::first_failure(&provider, NAME).await;
         assert_eq!(failure.code.to_string(), "SERVER", "{failure:?}");
         assert_eq!(failure.message, "down");
         assert!(provider.client.is_built(), "the first request built it");

@@ -188,14 +188,19 @@ mod tests {
         }}]}))
         .unwrap();
         substitute_agent_ids(&mut reply, &[started("child-a"), started("child-b")]);
-        let arguments = reply.blocks[0]
-            .tool_call
-            .as_ref()
-            .and_then(|c| c.arguments.clone());
+        let arguments = first_call_arguments(&reply);
         assert_eq!(
             arguments,
             Some(json!({"to": "child-b", "all": ["child-a and child-b", 2]}))
         );
+    }
+
+    /// The arguments of a reply's first tool call.
+    fn first_call_arguments(reply: &Reply) -> Option<serde_json::Value> {
+        reply.blocks[0]
+            .tool_call
+            .as_ref()
+            .and_then(|c| c.arguments.clone())
     }
 
     #[test]
@@ -211,10 +216,7 @@ mod tests {
         }}]}))
         .unwrap();
         reply.substitute_goal_id(a);
-        let arguments = reply.blocks[0]
-            .tool_call
-            .as_ref()
-            .and_then(|c| c.arguments.clone());
+        let arguments = first_call_arguments(&reply);
         assert_eq!(
             arguments,
             Some(json!({"goal_id": a, "nested": [format!("x {a}")]}))
