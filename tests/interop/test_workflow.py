@@ -455,8 +455,8 @@ def test_the_workflow_example_runs_headless(dsh_bin, dsh_home, base_dir):
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
     [result] = [r for r in records if r["type"] == "tool_result"]
-    assert result["isError"] is False
-    value = json.loads(result["text"].split("Return value:\n", 1)[1])
+    assert result["status"] == "completed"
+    value = json.loads(result["result"].split("Return value:\n", 1)[1])
     assert value == {"notes": ["parser: the error path loses the line number.", "writer: fine."],
                      "summary": "One fix needed: keep the line number on parser errors."}
-    assert result["text"].startswith('workflow "review" completed (3 agents).')
+    assert result["result"].startswith('workflow "review" completed (3 agents).')

@@ -116,9 +116,17 @@ pub struct HeadlessArgs {
 
 impl Cli {
     /// Parses argv, turning a leading profile word into `--profile <word>`
-    /// (a leading `headless` stays the command).
+    /// (a leading `headless` stays the command, and the official spelling
+    /// `--profile headless` becomes it).
     pub fn parse_args<I: IntoIterator<Item = OsString>>(args: I) -> Result<Self, clap::Error> {
         let mut args: Vec<OsString> = args.into_iter().collect();
+        if args.get(1).is_some_and(|a| a == "--profile=headless") {
+            args[1] = OsString::from("headless");
+        } else if args.get(1).is_some_and(|a| a == "--profile")
+            && args.get(2).is_some_and(|a| a == "headless")
+        {
+            args.remove(1);
+        }
         if let Some(first) = args.get(1)
             && !first.to_string_lossy().starts_with('-')
             && first != "headless"
@@ -194,6 +202,15 @@ mod tests {
         assert_eq!(args.task, ["--bogus", "say", "--json"]);
         let (_, args) = headless(&["--", "--json"]);
         assert_eq!(args.task, ["--json"]);
+        // The official spelling of the command.
+        for spelling in [&["--profile", "headless"][..], &["--profile=headless"]] {
+            let mut cli = parse(&[spelling, &["--json", "hi"]].concat()).unwrap();
+            let Some(Command::Headless(args)) = cli.command.take() else {
+                panic!("{spelling:?} is not the headless command");
+            };
+            assert!(args.json && cli.profile.is_none());
+            assert_eq!(args.task, ["hi"]);
+        }
     }
 
     #[test]

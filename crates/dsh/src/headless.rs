@@ -17,7 +17,7 @@ use dsh_client::{Client, ClientError, text_block};
 use dsh_protocol::FrameWriter;
 use dsh_protocol::catalog::{Event, TurnEndReason};
 use dsh_protocol::message::text_of;
-use dsh_server::{Server, serve};
+use dsh_server::{RpcError, Server, serve};
 use serde_json::{Value, json};
 use std::io::Read;
 use std::path::Path;
@@ -26,8 +26,15 @@ use tokio_util::io::SyncIoBridge;
 
 /// Runs the task; exit 0 iff the last turn completed.
 pub fn run(launch: Box<Launch>, args: HeadlessArgs) -> ExitCode {
-    eprintln!("dsh: state in {}", launch.dsh_home().display());
-    let mut out = Output { json: args.json };
+    // Said only where the place was not chosen: `DSH_HOME` defaults to
+    // `~/.dsh` here.
+    if launch.var("DSH_HOME").is_none() {
+        eprintln!("dsh: state in {}", launch.dsh_home().display());
+    }
+    let mut out = Output {
+        json: args.json,
+        step_usage: None,
+    };
     match execute(launch, &args, &mut out) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
@@ -110,11 +117,16 @@ async fn converse(
 ) -> Result<bool, String> {
     client.initialize(provider, model).await.map_err(text)?;
     let session = match &args.session_id {
-        Some(id) => client
-            .resume(id)
-            .await
-            .map_err(|e| format!("{} (omit --session-id to start a new session)", text(e)))?,
-        None => client.session(format!("session-{}", uuid::Uuid::new_v4().simple())),
+        Some(id) => client.resume(id).await.map_err(|err| match err {
+            // The official CLI's words for an unknown id.
+            ClientError::Rpc { message, .. }
+                if message == RpcError::NotFound(id.clone()).to_string() =>
+            {
+                format!("session \"{id}\" does not exist; omit --session-id to start a new Session")
+            }
+            other => format!("{} (omit --session-id to start a new session)", text(other)),
+        })?,
+        None => client.session(format!("session-{}", uuid::Uuid::new_v4())),
     };
     out.record(json!({"type": "session", "sessionId": session.id(), "cwd": cwd}));
     let result = session
@@ -141,8 +153,12 @@ fn text(err: ClientError) -> String {
     }
 }
 
+/// The records of `--json`, as the official `--profile headless --json`
+/// writes them.
 struct Output {
     json: bool,
+    /// The usage of the step's reply, for its `step_end` record.
+    step_usage: Option<Value>,
 }
 
 impl Output {
@@ -153,7 +169,7 @@ impl Output {
     }
 
     /// Reports one event.
-    fn event(&self, event: &Event) {
+    fn event(&mut self, event: &Event) {
         let status =
             |phase: &str, turn: u32| json!({"type": "status", "phase": phase, "turn": turn});
         match event {
@@ -166,14 +182,24 @@ impl Output {
             Event::StepEnd(end) => {
                 let mut record = status("step_end", end.turn);
                 record["step"] = end.step.into();
+                if let Some(usage) = self.step_usage.take() {
+                    record["usage"] = usage;
+                }
                 self.record(record);
             }
             Event::TurnEnd(end) => {
                 let mut record = status("turn_end", end.turn);
-                record["reason"] = end.reason.kind().into();
+                record["reason"] = serde_json::to_value(&end.reason).unwrap_or(Value::Null);
                 self.record(record);
             }
             Event::AssistantMessage(reply) => {
+                self.step_usage = reply.usage.as_ref().map(|usage| {
+                    json!({
+                        "inputTokens": usage.input_tokens,
+                        "outputTokens": usage.output_tokens,
+                        "totalTokens": usage.total_tokens,
+                    })
+                });
                 for block in &reply.message.content {
                     let text = block["text"].as_str().unwrap_or_default();
                     match block["type"].as_str() {
@@ -187,21 +213,27 @@ impl Output {
                 }
             }
             Event::ToolCall(call) => {
-                self.record(json!({"type": "tool_call", "callId": call.call_id, "name": call.name, "arguments": call.arguments}));
+                // The arguments as an object; text that is no JSON as is.
+                let input = serde_json::from_str::<Value>(&call.arguments)
+                    .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+                self.record(json!({"type": "tool_call", "callId": call.call_id, "tool": call.name, "input": input}));
             }
             Event::ToolResult(result) => {
                 let message = &result.message;
                 let text: String = text_of(&message.content).collect();
-                self.record(json!({"type": "tool_result", "callId": message.tool_call_id, "isError": message.is_error, "text": text}));
+                let status = if message.is_error {
+                    "error"
+                } else {
+                    "completed"
+                };
+                self.record(json!({"type": "tool_result", "callId": message.tool_call_id, "status": status, "result": text}));
             }
             _ => {}
         }
     }
 
     fn failure(&self, code: &str, message: &str) {
-        if !self.json {
-            eprintln!("dsh: {code}: {message}");
-        }
+        eprintln!("dsh: {code}: {message}");
     }
 
     fn error(&self, message: &str) {

@@ -41,6 +41,17 @@ fn plain_mode_prints_the_answer_and_keeps_state_in_home_dsh() {
     );
     let sessions = dir.path().join(".dsh").join("sessions");
     assert!(sessions.is_dir(), "the session is stored under ~/.dsh");
+    // A chosen DSH_HOME is not announced.
+    let mut cmd = dsh(dir.path());
+    let home = dir.path().join("chosen");
+    let out = cmd
+        .env("DSH_HOME", &home)
+        .args(["headless", "hi"])
+        .output()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+    assert!(home.join("sessions").is_dir());
 }
 
 #[test]
@@ -103,6 +114,6 @@ fn an_unknown_session_id_is_refused() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr)
-            .contains("session \"nope\" not found (omit --session-id to start a new session)")
+            .contains("session \"nope\" does not exist; omit --session-id to start a new Session")
     );
 }
