@@ -1,7 +1,7 @@
 //! Attacks 1 and 2 through the file tools: links that lead out of the
 //! workspace, planted in advance or swapped in while the tool runs.
 
-use crate::harness::{Attack, call, outside};
+use crate::harness::{Attack, Outcome, bash, call, outside};
 use serde_json::json;
 
 fn write(path: &str, content: &str) -> serde_json::Value {
@@ -59,28 +59,109 @@ fn file_tools_never_follow_a_link_out() {
 /// Attack 2: a background job swaps a workspace directory for a link to an
 /// outside directory in a loop while the model writes into it: every
 /// write lands inside or is refused, none outside.
+///
+/// The test shows the race was run, not only that nothing leaked: the loop
+/// counts its swaps (one byte appended to `swaps` per round); the model
+/// waits for the first swap before its first write and reads the count
+/// again after its last, so swaps happened between them; and some writes
+/// landed inside (found there) while others were refused (the link in
+/// place, or `d` moved away), so both sides of the race were hit.
 #[test]
 fn a_swapped_directory_never_leads_a_write_outside() {
+    const WRITES: usize = 400;
     let out = outside();
     let mut attack = Attack::start("workspace-write", &[]);
-    std::fs::create_dir_all(attack.workspace().join("d")).unwrap();
+    let ws = attack.workspace();
+    std::fs::create_dir_all(ws.join("d")).unwrap();
+    // Stops at `stop` (or after 60 s, should the model never get there).
     let swap = format!(
-        "end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; do mv d d.real; ln -s '{}' d; rm d; mv d.real d; done",
+        "end=$((SECONDS+60)); while [ ! -e stop ] && [ $SECONDS -lt $end ]; do \
+         mv d d.real; ln -s '{}' d; rm d; mv d.real d; printf x >> swaps; done",
         out.path().display()
     );
-    let mut calls = vec![call(
-        "bash",
-        json!({"command": swap, "description": "swap", "run_in_background": true}),
-    )];
-    calls.extend((0..40).map(|i| write(&format!("d/f{i}"), "x")));
+    let mut calls = vec![
+        call(
+            "bash",
+            json!({"command": swap, "description": "swap", "run_in_background": true}),
+        ),
+        bash("for i in $(seq 300); do [ -s swaps ] && break; sleep 0.01; done; wc -c < swaps"),
+    ];
+    calls.extend((0..WRITES).map(|i| write(&format!("d/f{i}"), "x")));
+    calls.push(bash("wc -c < swaps; touch stop"));
     let results = attack.run(&calls);
     assert!(results[0].text.contains("job"), "{}", results[0].text);
-    let landed = results[1..].iter().filter(|r| !r.is_error).count();
+    let count = |outcome: &Outcome| -> usize {
+        assert!(!outcome.is_error, "{}", outcome.text);
+        outcome
+            .text
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}: {}", outcome.text))
+    };
+    let before = count(&results[1]);
+    let after = count(&results[WRITES + 2]);
+    let writes = &results[2..WRITES + 2];
+    let landed: Vec<usize> = (0..WRITES).filter(|&i| !writes[i].is_error).collect();
+    let refused: Vec<&str> = writes
+        .iter()
+        .filter(|r| r.is_error)
+        .map(|r| r.text.as_str())
+        .collect();
     let leaked: Vec<_> = std::fs::read_dir(out.path())
         .unwrap()
         .flatten()
         .map(|e| e.path())
         .collect();
     assert!(leaked.is_empty(), "written outside: {leaked:?}");
-    eprintln!("{landed} of 40 writes landed inside during the swap loop");
+    eprintln!(
+        "{} of {WRITES} writes landed inside, {} refused, {} swaps during the writes ({before} before)",
+        landed.len(),
+        refused.len(),
+        after.saturating_sub(before)
+    );
+    // The loop ran before the first write and between the first and the last.
+    assert!(
+        before > 0 && after > before,
+        "swaps: {before} before the writes, {after} after"
+    );
+    // Both sides of the race were hit: without the swaps no write into the
+    // plain directory `d` fails, so every refusal is one the swaps caused
+    // (the link in place, or `d` moved away mid-call).
+    let mut reasons = refused.clone();
+    reasons.sort_unstable();
+    reasons.dedup();
+    assert!(
+        !landed.is_empty() && !refused.is_empty(),
+        "{} landed, {} refused: {reasons:?}",
+        landed.len(),
+        refused.len()
+    );
+    // Every write that succeeded is inside (wherever the swaps moved `d`).
+    let inside = files_named_under(&ws);
+    for i in landed {
+        assert!(
+            inside.contains(&format!("f{i}")),
+            "d/f{i} reported written but not inside"
+        );
+    }
+}
+
+/// The names of the regular files under `dir` (links not followed).
+fn files_named_under(dir: &std::path::Path) -> std::collections::HashSet<String> {
+    let mut names = std::collections::HashSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() {
+                names.insert(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    names
 }
