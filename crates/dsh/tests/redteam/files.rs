@@ -76,7 +76,7 @@ fn a_swapped_directory_never_leads_a_write_outside() {
     // Stops at `stop` (or after 60 s, should the model never get there).
     let swap = format!(
         "end=$((SECONDS+60)); while [ ! -e stop ] && [ $SECONDS -lt $end ]; do \
-         mv d d.real; ln -s '{}' d; rm d; mv d.real d; printf x >> swaps; done",
+         mv d d.real; ln -s '{}' d; sleep 0.005; rm d; mv d.real d; printf x >> swaps; sleep 0.005; done",
         out.path().display()
     );
     let mut calls = vec![
