@@ -11,6 +11,37 @@ from deepseek_harness import DeepSeekHarness, HarnessClient, HarnessConfig
 from interop_support import FRAME_TIMEOUT, RawClient, dsh_bin_path, transcripts_dir, write_scenario
 
 
+# What the official runtime's bubblewrap sandbox (workspace-write) mounts
+# anew: `--dev /dev` and `--tmpfs /tmp` over `--ro-bind / /`, the workspace
+# bound back. A workflow's children are the runtime's own executable run in
+# that sandbox, so an official runtime installed under one of these cannot
+# start them ("bwrap: execvp …: No such file or directory").
+OFFICIAL_SANDBOX_HIDES = (Path("/tmp"), Path("/dev"))
+
+
+def hidden_from_the_official_sandbox(path: Path) -> bool:
+    """Whether the official runtime's sandbox hides ``path``."""
+    resolved = Path(path).resolve()
+    return any(resolved == hidden or hidden in resolved.parents for hidden in OFFICIAL_SANDBOX_HIDES)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failure about the sandbox in a test run with an official runtime its
+    sandbox cannot reach says why, and how to put the runtime elsewhere."""
+    report = yield
+    oracle = getattr(item, "funcargs", {}).get("official_bin")
+    if (report.failed and oracle is not None and hidden_from_the_official_sandbox(oracle)
+            and "sandbox" in report.longreprtext):
+        report.sections.append(("the official runtime is out of its own sandbox's reach", (
+            f"The official runtime is {oracle}, under {' or '.join(map(str, OFFICIAL_SANDBOX_HIDES))}: its "
+            "bubblewrap sandbox mounts an empty /tmp and a fresh /dev, then execs that file for a workflow's "
+            "children, which fails (bwrap: execvp ...: No such file or directory). scripts/test.sh keeps the "
+            "venv of a checkout under /tmp in ~/.cache/dsh-test (or /var/tmp/dsh-test-<uid>); or set "
+            "DSH_OFFICIAL_BIN to a copy of the runtime/ directory outside /tmp and /dev.")))
+    return report
+
+
 @pytest.fixture(autouse=True)
 def _hermetic_environment(monkeypatch, tmp_path):
     """No inherited DSH_*/DEEPSEEK_* knobs; HOME points at an empty temp dir."""
