@@ -227,6 +227,29 @@ fn launcher_rejects_bad_usage() {
     assert_eq!(out.status.code(), Some(127));
 }
 
+/// A fresh directory under the first temporary directory whose every
+/// ancestor all users may traverse (`$TMPDIR`, `/tmp`, `/var/tmp`).
+fn nobody_reachable_dir() -> Option<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    let bases = [
+        std::env::temp_dir(),
+        std::path::PathBuf::from("/tmp"),
+        std::path::PathBuf::from("/var/tmp"),
+    ];
+    bases.into_iter().find_map(|base| {
+        let traversable = base.ancestors().all(|dir| {
+            std::fs::metadata(dir).is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0)
+        });
+        if !traversable {
+            return None;
+        }
+        tempfile::Builder::new()
+            .prefix("dsh-tools-nobody-")
+            .tempdir_in(&base)
+            .ok()
+    })
+}
+
 /// An unprivileged user gets the same confinement through a user
 /// namespace: writes and metadata changes outside fail, the workspace is
 /// writable, the supervisor cannot be signalled, no capability is left.
@@ -237,10 +260,18 @@ fn an_unprivileged_user_is_confined_through_a_user_namespace() {
         dsh_repo_checks::skip("sandbox: needs root (to become nobody), setpriv and Landlock");
         return;
     }
-    let dir = scratch_dir();
+    // The launcher and the workspace must be reachable by nobody: not under
+    // the checkout's target/ (a checkout in a home directory of mode 0700
+    // is closed to it) but in a directory of their own, under a temporary
+    // directory every user can traverse.
+    let Some(dir) = nobody_reachable_dir() else {
+        dsh_repo_checks::skip(
+            "sandbox: no temporary directory ($TMPDIR, /tmp, /var/tmp) that nobody can traverse",
+        );
+        return;
+    };
     let ws = dir.path().join("ws");
     ok(std::fs::create_dir_all(&ws), "mkdir ws");
-    // The launcher and the workspace must be reachable by nobody.
     let launcher = dir.path().join("launcher");
     ok(std::fs::copy(launcher_path(), &launcher), "copy launcher");
     for path in [dir.path(), ws.as_path(), launcher.as_path()] {
