@@ -550,6 +550,153 @@ SCENARIOS.update({
 })
 
 
+# The file tools' failures, worded and classified (`tool/result.data.error`)
+# as the official runtime does; one call a step, so the results' order is
+# fixed. Paths resolve one segment at a time on the file system: a segment
+# that is a file, or a `..` after a missing directory, cannot be resolved.
+def calls(prefix, *steps):
+    return [{"blocks": [{"tool_call": {"id": f"toolu_{prefix}_{i}", "name": name, "arguments": arguments}}]}
+            for i, (name, arguments) in enumerate(steps)]
+
+
+def bash(command):
+    return ("bash", {"description": "Prepare", "command": command})
+
+
+FS_FILES = {"notes.txt": "line one\nline two\n", "a.txt": "alpha\n", "dup.txt": "x\nx\n", "d/a.txt": "a\n",
+            "empty.txt": "", "bom.txt": "\ufeffhi\n", "bin.dat": b"ab\0cd", "latin.txt": b"caf\xe9\n",
+            "late_nul.txt": b"a" * 8192 + b"\0\n"}
+SCENARIOS.update({
+    "tool_read_failures": (
+        calls("rf", *[("read", arguments) for arguments in [
+            {"file_path": "nope.txt"},
+            {"file_path": "no/such/dir.txt"},
+            {"file_path": "d"},
+            {"file_path": "d/"},
+            {"file_path": "notes.txt", "offset": 3},
+            {"file_path": "empty.txt", "offset": 2},
+            {"file_path": "bin.dat"},
+            {"file_path": "latin.txt"},
+            {"file_path": "notes.txt/x"},
+            {"file_path": "./notes.txt//x/"},
+            {"file_path": "nope/../notes.txt"},
+            {"file_path": "d/../notes.txt/x"},
+            {"file_path": "~/notes.txt"},
+            {"file_path": ""},
+            {"file_path": "  ", "offset": 0},
+            {"file_path": "empty.txt"},
+            {"file_path": "bom.txt"},
+            {"file_path": "late_nul.txt", "limit": 1},
+        ]]) + [{"text": "Read what could be read."}],
+        ["Read the files"],
+        {"files": FS_FILES},
+    ),
+    # Lines over 2000 UTF-16 units are cut with the official note; a cut
+    # through a surrogate pair keeps its first half as a lone surrogate.
+    "tool_read_long_lines": (
+        calls("ll", ("read", {"file_path": "long.txt"})) + [{"text": "Long lines."}],
+        ["Read long lines"],
+        {"files": {"long.txt": "x" * 2000 + "\n" + "x" * 2001 + "\n" + "\u00e9" * 2001 + "\n"
+                   + "\U0001F600" * 1001 + "\n" + "a" + "\U0001F600" * 1000 + "\n"}},
+    ),
+    "tool_read_through_links": (
+        calls("rl", bash("ln -s notes.txt ln_file; ln -s d ln_dir; ln -s nowhere dangling; ln -s loop loop"),
+              *[("read", {"file_path": path}) for path in
+                ["ln_file", "ln_dir/a.txt", "ln_dir/../notes.txt", "ln_dir", "dangling", "loop", "loop/x"]])
+        + [{"text": "Read through the links."}],
+        ["Read through links"],
+        {"files": FS_FILES},
+    ),
+    "tool_edit_failures": (
+        calls("ef",
+              ("edit", {"file_path": "nope.txt", "old_string": "a", "new_string": "b"}),
+              ("edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"}),
+              ("edit", {"file_path": "d", "old_string": "a", "new_string": "b"}),
+              ("edit", {"file_path": "notes.txt/x", "old_string": "a", "new_string": "b"}),
+              ("edit", {"file_path": "", "old_string": "", "new_string": ""}),
+              ("edit", {"file_path": "a.txt", "old_string": "", "new_string": "b"}),
+              ("edit", {"file_path": "a.txt", "old_string": "same", "new_string": "same"}),
+              ("read", {"file_path": "nope.txt"}),
+              ("edit", {"file_path": "nope.txt", "old_string": "a", "new_string": "b"}),
+              ("read", {"file_path": "dup.txt"}),
+              ("edit", {"file_path": "dup.txt", "old_string": "zzz", "new_string": "b"}),
+              ("edit", {"file_path": "dup.txt", "old_string": "x", "new_string": "y"}),
+              ("read", {"file_path": "notes.txt", "offset": 2, "limit": 1}),
+              ("read", {"file_path": "a.txt", "offset": 5}),
+              ("edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"}),
+              bash("echo changed >> notes.txt"),
+              ("edit", {"file_path": "notes.txt", "old_string": "line one", "new_string": "first"}),
+              ("read", {"file_path": "notes.txt"}),
+              bash("rm notes.txt"),
+              ("edit", {"file_path": "notes.txt", "old_string": "line one", "new_string": "first"}),
+              ("read", {"file_path": "empty.txt"}),
+              bash("rm empty.txt && mkdir empty.txt"),
+              ("edit", {"file_path": "empty.txt", "old_string": "a", "new_string": "b"}))
+        + [{"text": "No edit went through."}],
+        ["Edit the files"],
+        {"files": FS_FILES},
+    ),
+    "tool_write_failures": (
+        calls("wf",
+              ("write", {"file_path": "notes.txt/x", "content": "x"}),
+              ("write", {"file_path": "d", "content": "x"}),
+              ("write", {"file_path": "d/", "content": "x"}),
+              ("write", {"file_path": "a.txt", "content": "x"}),
+              ("write", {"file_path": "", "content": "x"}),
+              ("write", {"file_path": " ", "content": "x", "sandbox_permissions": "danger-full-access"}),
+              ("write", {"file_path": "d/../nope/../new.txt", "content": "x"}),
+              # Outside the workspace (the official file tools may write /tmp,
+              # where the tests' workspaces are: a path outside both).
+              ("write", {"file_path": "/proc/dsh-denied.txt", "content": "x"}),
+              bash("ln -s nowhere dangling"),
+              ("write", {"file_path": "dangling", "content": "x"}),
+              ("read", {"file_path": "notes.txt"}),
+              bash("echo changed >> notes.txt"),
+              ("write", {"file_path": "notes.txt", "content": "x"}),
+              ("read", {"file_path": "notes.txt"}),
+              bash("rm notes.txt"),
+              ("write", {"file_path": "notes.txt", "content": "x"}),
+              ("read", {"file_path": "later.txt"}),
+              bash("echo made > later.txt"),
+              ("write", {"file_path": "later.txt", "content": "x"}))
+        + [{"text": "No write went through."}],
+        ["Write the files"],
+        {"files": FS_FILES},
+    ),
+    "tool_write_edit_read_only": (
+        calls("ro",
+              ("write", {"file_path": "new.txt", "content": "x"}),
+              ("write", {"file_path": "d", "content": "x"}),
+              ("write", {"file_path": "notes.txt/x", "content": "x"}),
+              ("edit", {"file_path": "notes.txt", "old_string": "line one", "new_string": "x"}),
+              ("read", {"file_path": "notes.txt"}),
+              ("edit", {"file_path": "notes.txt", "old_string": "zzz", "new_string": "x"}),
+              ("read", {"file_path": "nope.txt"}),
+              ("edit", {"file_path": "nope.txt", "old_string": "a", "new_string": "b"}))
+        + [{"text": "Read-only."}],
+        ["Change the files"],
+        {"files": FS_FILES, "env": {"DSH_PERMISSION_MODE": "read-only"}},
+    ),
+    "tool_glob_grep_failures": (
+        calls("gg",
+              *[("glob", {"pattern": "*.txt", "path": path}) for path in ["nope", "./nope/", "notes.txt/x", "nope/../d", "  "]],
+              ("glob", {"pattern": "*.zzz", "path": "notes.txt"}),
+              ("glob", {"pattern": "*.zzz"}),
+              ("glob", {"pattern": "nope/*.txt"}),
+              ("glob", {"pattern": "  "}),
+              ("glob", {"pattern": "[", "path": "nope"}),
+              *[("grep", {"pattern": "line", "path": path}) for path in ["nope", "./nope/", "notes.txt/x", "nope/../d", "  "]],
+              ("grep", {"pattern": ""}),
+              ("grep", {"pattern": "(", "path": "nope"}),
+              ("grep", {"pattern": "line", "include": "["}),
+              ("grep", {"pattern": "line", "include": "  "}))
+        + [{"text": "Searched."}],
+        ["Search"],
+        {"files": FS_FILES},
+    ),
+})
+
+
 def unbase(value, *bases: Path):
     """Replace each run's own directory by <base> everywhere in value."""
     text = json.dumps(value)

@@ -82,6 +82,9 @@ pub fn unknown_tool(name: &str) -> ToolOutput {
     }
 }
 
+/// A failed result carried in a `Result`, boxed (a [`ToolOutput`] is large).
+pub(crate) type Refusal = Box<ToolOutput>;
+
 /// A failed call in the making: the `Error: …` text of its result. Kept
 /// small so it can travel in `Result`s; converts into a [`ToolOutput`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

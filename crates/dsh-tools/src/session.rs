@@ -28,6 +28,15 @@ impl FileStamp {
     }
 }
 
+/// What the session last saw at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Observed {
+    /// Nothing: a `read` found no file there.
+    Absent,
+    /// A file in this state (read, written or edited by the session).
+    Present(FileStamp),
+}
+
 /// The state tools keep for one session: which files were read (for the
 /// read-before-write rule), the `bash` jobs, the todo list and the
 /// persistent shell of `sdk-minimal`.
@@ -36,7 +45,7 @@ impl FileStamp {
 /// process group and the persistent shell.
 #[derive(Default)]
 pub struct SessionTools {
-    files: Mutex<HashMap<PathBuf, FileStamp>>,
+    files: Mutex<HashMap<PathBuf, Observed>>,
     jobs: Mutex<Vec<Arc<Job>>>,
     foreign: Mutex<Vec<Arc<dyn ForeignJob>>>,
     todos: Mutex<Vec<Todo>>,
@@ -145,12 +154,17 @@ impl SessionTools {
     /// Records that the session has seen `path` in its current state.
     pub(crate) fn mark_seen(&self, path: &Path) {
         if let Some(stamp) = FileStamp::of(path) {
-            lock(&self.files).insert(key(path), stamp);
+            lock(&self.files).insert(key(path), Observed::Present(stamp));
         }
     }
 
-    /// The stamp recorded when the session last saw `path`.
-    pub(crate) fn seen(&self, path: &Path) -> Option<FileStamp> {
+    /// Records that the session looked for `path` and found nothing.
+    pub(crate) fn mark_absent(&self, path: &Path) {
+        lock(&self.files).insert(key(path), Observed::Absent);
+    }
+
+    /// What the session saw when it last looked at `path`.
+    pub(crate) fn seen(&self, path: &Path) -> Option<Observed> {
         lock(&self.files).get(&key(path)).copied()
     }
 

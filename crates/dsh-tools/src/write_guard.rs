@@ -1,12 +1,15 @@
 //! The rules `write` and `edit` enforce before touching a file: the
-//! session's sandbox mode and read-before-write, and the [`Target`] through
-//! which they then touch it.
+//! session's sandbox mode and read-before-write (worded and classified as
+//! the official runtime does), and the [`Target`] through which they then
+//! touch it.
 
 use crate::beneath::{self, Root};
 use crate::jobs::render::sandbox_marker;
-use crate::output::Failure;
+use crate::output::Refusal;
+use crate::paths::Resolved;
 use crate::session::FileStamp;
-use crate::{PermissionMode, ToolContext, paths};
+use crate::{PermissionMode, ToolContext, ToolOutput, paths};
+use dsh_protocol::catalog::ToolErrorCode;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -63,101 +66,117 @@ impl Target {
         }
     }
 
-    /// The model-facing error of a failed `action` (e.g. "write") on
-    /// `path`: a path that leaves the workspace through a symbolic link
-    /// gets its own explanation and the sandbox marker.
+    /// The model-facing error of a failed `action` (e.g. "write") on the
+    /// path shown as `shown`: a path that leaves the workspace through a
+    /// symbolic link (swapped in after the path was resolved) is a sandbox
+    /// denial.
     pub(crate) fn failure(
         &self,
         ctx: &ToolContext,
         action: &str,
-        path: &Path,
+        shown: &Path,
         err: &std::io::Error,
-    ) -> Failure {
-        let shown = path.display();
+    ) -> ToolOutput {
         match self {
-            Target::Beneath { .. } if beneath::is_escape(err) => Failure(format!(
-                "Error: cannot {action} {shown}: it leads out of the workspace {} through a symbolic link, and files may only be changed inside it, so nothing was written. Links used by write and edit must stay inside the workspace and be relative.\n{}",
-                ctx.workspace.display(),
-                sandbox_marker(ctx.mode)
+            Target::Beneath { .. } if beneath::is_escape(err) => sandbox_denied(ctx.mode),
+            _ => ToolOutput::failure(format!(
+                "Error: cannot {action} \"{}\": {err}",
+                shown.display()
             )),
-            _ => Failure(format!("Error: cannot {action} {shown}: {err}")),
         }
     }
 }
 
+/// The official refusal of a change the session's sandbox mode does not
+/// allow (`FS_SANDBOX_DENIED`): the sandbox marker, then the hint that the
+/// call may be retried with `sandbox_permissions`.
+pub(crate) fn sandbox_denied(mode: PermissionMode) -> ToolOutput {
+    ToolOutput::failure(format!(
+        "Error: {}\n[sandbox: escalation available — retry this exact operation once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]",
+        sandbox_marker(mode)
+    ))
+    .with_error(ToolErrorCode::FsSandboxDenied)
+}
+
 /// Refuses writes the session's mode does not allow: none in `read-only`,
-/// only inside the workspace in `workspace-write`. Returns the [`Target`]
-/// every later access to `path` must go through.
-pub(crate) fn check_mode(ctx: &ToolContext, path: &Path) -> Result<Target, Failure> {
-    let shown = path.display();
-    let outside = || {
-        Failure(format!(
-            "Error: cannot write {shown}: it is outside the workspace {}, and files may only be changed inside it.\n{}",
-            ctx.workspace.display(),
-            sandbox_marker(ctx.mode)
-        ))
-    };
+/// only inside the workspace in `workspace-write` (`path` is the resolved
+/// path, links followed). Returns the [`Target`] every later access to
+/// `path` must go through.
+pub(crate) fn check_mode(ctx: &ToolContext, path: &Path) -> Result<Target, Refusal> {
     match ctx.mode {
         PermissionMode::DangerFullAccess => Ok(Target::Anywhere),
-        PermissionMode::ReadOnly => Err(Failure(format!(
-            "Error: cannot write {shown}: the session is read-only, so no file may be changed.\n{}",
-            sandbox_marker(ctx.mode)
-        ))),
+        PermissionMode::ReadOnly => Err(sandbox_denied(ctx.mode).into()),
         PermissionMode::WorkspaceWrite => {
             if !paths::is_within(path, &ctx.workspace) {
-                return Err(outside());
+                return Err(sandbox_denied(ctx.mode).into());
             }
-            let root = Root::open(&ctx.workspace).map_err(|err| {
-                Failure(format!(
-                    "Error: cannot write {shown}: the workspace {} cannot be opened: {err}",
+            let root = Root::open(&ctx.workspace).map_err(|err| -> Refusal {
+                ToolOutput::failure(format!(
+                    "Error: cannot write \"{}\": the workspace {} cannot be opened: {err}",
+                    path.display(),
                     ctx.workspace.display()
                 ))
+                .into()
             })?;
-            let rel = root.relative(path).ok_or_else(outside)?;
+            let rel = root
+                .relative(path)
+                .ok_or_else(|| Refusal::new(sandbox_denied(ctx.mode)))?;
             Ok(Target::Beneath { root, rel })
         }
     }
 }
 
-/// Refuses to change an existing file the session has not read, or that
-/// changed on disk since the session last read or wrote it.
-pub(crate) fn check_read_first(ctx: &ToolContext, path: &Path) -> Result<(), Failure> {
-    let Some(current) = FileStamp::of(path) else {
-        return Ok(());
-    };
-    let shown = path.display();
-    match ctx.state.seen(path) {
-        None => Err(Failure(format!(
-            "Error: {shown} already exists and has not been read in this session. Read it first, then change it."
-        ))),
-        Some(seen) if seen != current => Err(Failure(format!(
-            "Error: {shown} has changed on disk since this session last read it. Read it again before changing it."
-        ))),
-        Some(_) => Ok(()),
-    }
+/// `Error: cannot modify "<path>": file has not been read …`
+/// (`FS_NOT_OBSERVED`): `write` over an existing file, or `edit` of any
+/// path, the session has not read.
+pub(crate) fn not_observed(shown: &Path) -> ToolOutput {
+    ToolOutput::failure(format!(
+        "Error: cannot modify \"{}\": file has not been read — read the file, then retry",
+        shown.display()
+    ))
+    .with_error(ToolErrorCode::FsNotObserved)
+}
+
+/// `Error: cannot <action> "<path>": file changed since it was read …`
+/// (`FS_STALE_VERSION`).
+pub(crate) fn changed_since_read(action: &str, shown: &Path) -> ToolOutput {
+    ToolOutput::failure(format!(
+        "Error: cannot {action} \"{}\": file changed since it was read — re-read the file, then retry",
+        shown.display()
+    ))
+    .with_error(ToolErrorCode::FsStaleVersion)
+}
+
+/// Whether the file at `path` is no longer what the session saw.
+pub(crate) fn changed(seen: FileStamp, path: &Path) -> bool {
+    FileStamp::of(path) != Some(seen)
 }
 
 /// The shared frame of a file-changing tool call: declines a request for
 /// wider access (approvals fail closed), resolves `file_path` against the
-/// session directory, and runs `change` off the async runtime. `what` names
-/// the action in the error of a crashed blocking task.
+/// session directory (links and `..` followed on the file system), and
+/// runs `change` off the async runtime. `what` names the action in the
+/// error of a crashed blocking task.
 pub(crate) async fn change_file(
     ctx: ToolContext,
     tool: &str,
     escalation: (Option<&str>, Option<&str>),
     file_path: &str,
     what: &str,
-    change: impl FnOnce(&ToolContext, &Path) -> crate::ToolOutput + Send + 'static,
-) -> crate::ToolOutput {
+    change: impl FnOnce(&ToolContext, &Resolved) -> ToolOutput + Send + 'static,
+) -> ToolOutput {
     let (permissions, justification) = escalation;
     if let Some(declined) =
         crate::approval::check_escalation(&ctx, tool, permissions, justification)
     {
         return declined;
     }
-    let path = paths::resolve(&ctx.cwd, file_path);
-    let task = tokio::task::spawn_blocking(move || change(&ctx, &path));
-    task.await.unwrap_or_else(|err| {
-        crate::ToolOutput::failure(format!("Error: {what} the file failed: {err}"))
-    })
+    let file_path = file_path.to_owned();
+    let task =
+        tokio::task::spawn_blocking(move || match paths::resolve_file(&ctx.cwd, &file_path) {
+            Ok(resolved) => change(&ctx, &resolved),
+            Err(out) => *out,
+        });
+    task.await
+        .unwrap_or_else(|err| ToolOutput::failure(format!("Error: {what} the file failed: {err}")))
 }

@@ -143,7 +143,10 @@ fn devices_and_fifos_are_refused_and_another_session_is_served() {
         "Error: cannot read \"/dev/urandom\": not a regular file".to_owned(),
         format!("Error: cannot read \"{fifo}\": not a regular file"),
         format!("Error: cannot write \"{fifo}\": not a regular file"),
-        format!("Error: cannot edit \"{fifo}\": not a regular file"),
+        // Never read (a FIFO cannot be): refused as unread, as officially.
+        format!(
+            "Error: cannot modify \"{fifo}\": file has not been read — read the file, then retry"
+        ),
     ];
     for (result, expected) in results.iter().zip(expected) {
         assert!(result.is_error, "{result:?}");

@@ -122,6 +122,23 @@ codes! {
         FsNotRegularFile = "FS_NOT_REGULAR_FILE",
         /// The file is larger than the tool reads.
         FsTooLarge = "FS_TOO_LARGE",
+        /// The file is not text: a NUL byte near its start, or invalid UTF-8.
+        FsNotText = "FS_NOT_TEXT",
+        /// `write` or `edit` of a file the session has not read.
+        FsNotObserved = "FS_NOT_OBSERVED",
+        /// The file changed (or went away) since the session read it.
+        FsStaleVersion = "FS_STALE_VERSION",
+        /// `edit`: `old_string` does not occur in the file.
+        FsEditNotFound = "FS_EDIT_NOT_FOUND",
+        /// `edit`: `old_string` occurs more than once and `replace_all` is not set.
+        FsAmbiguousEdit = "FS_AMBIGUOUS_EDIT",
+        /// The session's sandbox mode does not allow the change.
+        FsSandboxDenied = "FS_SANDBOX_DENIED",
+        /// `glob` or `grep`: the search itself failed (a path that cannot be
+        /// searched).
+        SearchFailed = "SEARCH_FAILED",
+        /// `glob` or `grep`: the pattern or the include glob does not parse.
+        SearchInvalidPattern = "SEARCH_INVALID_PATTERN",
         /// The session log cannot be written, so the tool was not run.
         SessionLogUnwritable = "SESSION_LOG_UNWRITABLE",
         /// The call was dispatched and its outcome was never recorded.
@@ -177,7 +194,16 @@ impl ToolErrorCode {
     pub fn class_name(&self) -> &'static str {
         match self {
             Self::UnknownTool => "ToolNotFoundError",
-            Self::FsNotFound | Self::FsNotRegularFile | Self::FsTooLarge => "FsError",
+            Self::FsNotFound
+            | Self::FsNotRegularFile
+            | Self::FsTooLarge
+            | Self::FsNotText
+            | Self::FsNotObserved
+            | Self::FsStaleVersion
+            | Self::FsEditNotFound
+            | Self::FsAmbiguousEdit
+            | Self::FsSandboxDenied => "FsError",
+            Self::SearchFailed | Self::SearchInvalidPattern => "SearchError",
             Self::SessionLogUnwritable => "SessionLogError",
             Self::ToolOutcomeUnknown => "ToolOutcomeUnknownError",
             Self::ToolNotStarted => "ToolNotStartedError",
@@ -225,5 +251,13 @@ mod tests {
             "WebError"
         );
         assert_eq!(ToolErrorCode::ToolTimeout.class_name(), "ToolTimeoutError");
+        assert_eq!(
+            ToolErrorCode::from("FS_STALE_VERSION").class_name(),
+            "FsError"
+        );
+        assert_eq!(
+            ToolErrorCode::from("SEARCH_FAILED").class_name(),
+            "SearchError"
+        );
     }
 }

@@ -1,15 +1,16 @@
 //! `edit`: literal search-and-replace in a text file.
 
 use super::{TypedTool, boolean, justification, sandbox_permissions, spec, string};
+use crate::paths::Resolved;
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
-use crate::write_guard::{change_file, check_mode, check_read_first};
+use crate::session::Observed;
+use crate::write_guard::{change_file, changed, changed_since_read, check_mode, not_observed};
 use crate::{ToolContext, ToolOutput, paths};
-use dsh_protocol::catalog::ToolSpec;
+use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::Path;
 
 const DESCRIPTION: &str = "Change part of a text file by replacing an exact piece of text. old_string is matched literally, including whitespace and indentation, and must occur exactly once unless replace_all is set; include enough surrounding lines to make it unique. The file must have been read with read in this session first. Writes are limited by the session's sandbox mode.";
 
@@ -73,6 +74,15 @@ impl TypedTool for Edit {
     }
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        if let Err(out) = super::require_file_path(&a.file_path) {
+            return *out;
+        }
+        if a.old_string.is_empty() {
+            return ToolOutput::failure("Error: old_string must be a non-empty string");
+        }
+        if a.old_string == a.new_string {
+            return ToolOutput::failure("Error: old_string and new_string must differ");
+        }
         // `a` moves into the blocking task; the frame needs its own copies.
         let (permissions, justification, file_path) = (
             a.sandbox_permissions.clone(),
@@ -96,71 +106,99 @@ impl TypedTool for Edit {
 /// What to do with a file above the size limit.
 const HINT: &str = "change it with bash (sed -i, or a script)";
 
-fn edit_file(ctx: &ToolContext, path: &Path, a: &Args, max_bytes: u64) -> ToolOutput {
-    let shown = path.display();
-    if a.old_string.is_empty() {
-        return ToolOutput::failure(
-            "Error: old_string is empty. Give the exact text to replace; to create a file use write.",
-        );
-    }
-    if a.old_string == a.new_string {
-        return ToolOutput::failure(
-            "Error: old_string and new_string are identical, so the edit would change nothing.",
-        );
-    }
+/// The official order: the session must have read the file (a `read` that
+/// found nothing makes it "not found"), the sandbox must allow the change,
+/// the file must still be a regular file and unchanged since it was read,
+/// and `old_string` must occur exactly once (or `replace_all`).
+fn edit_file(ctx: &ToolContext, resolved: &Resolved, a: &Args, max_bytes: u64) -> ToolOutput {
+    let (path, shown) = (resolved.real.as_path(), resolved.display.as_path());
+    let seen = match ctx.state.seen(path) {
+        None => return not_observed(shown),
+        Some(Observed::Absent) => {
+            return ToolOutput::failure(format!(
+                "Error: cannot edit \"{}\": not found",
+                shown.display()
+            ))
+            .with_error(ToolErrorCode::FsNotFound);
+        }
+        Some(Observed::Present(seen)) => seen,
+    };
     let target = match check_mode(ctx, path) {
         Ok(target) => target,
-        Err(out) => return out.into(),
+        Err(out) => return *out,
     };
-    if !path.exists() || path.is_dir() {
-        return ToolOutput::failure(format!(
-            "Error: {shown} does not exist or is not a file. Use write to create a file."
-        ));
+    match std::fs::metadata(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return changed_since_read("edit", shown);
+        }
+        Err(err) => {
+            return ToolOutput::failure(format!(
+                "Error: cannot edit \"{}\": {err}",
+                shown.display()
+            ));
+        }
+        Ok(meta) if !meta.is_file() => return regular::not_regular("edit", shown),
+        Ok(_) => {}
     }
-    if regular::is_special_at(path) {
-        return regular::not_regular("edit", path);
-    }
-    if let Err(out) = check_read_first(ctx, path) {
-        return out.into();
+    if changed(seen, path) {
+        return changed_since_read("edit", shown);
     }
     // Read and rewrite through one descriptor: the bytes replaced are the
     // bytes read, whatever happens to the name meanwhile.
     let mut file = match target.open_existing(path) {
         Ok(file) => file,
-        Err(err) => return target.failure(ctx, "edit", path, &err).into(),
+        Err(err) => return target.failure(ctx, "edit", shown, &err),
     };
     match regular::is_special(&file) {
         Ok(false) => {}
-        Ok(true) => return regular::not_regular("edit", path),
-        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+        Ok(true) => return regular::not_regular("edit", shown),
+        Err(err) => {
+            return ToolOutput::failure(format!(
+                "Error: cannot edit \"{}\": {err}",
+                shown.display()
+            ));
+        }
     }
     let size = regular::size(&file).ok();
     if size.is_some_and(|size| size > max_bytes) {
-        return ToolOutput::failure(regular::too_large("edit", path, size, max_bytes, HINT));
+        return ToolOutput::failure(regular::too_large("edit", shown, size, max_bytes, HINT))
+            .with_error(ToolErrorCode::FsTooLarge);
     }
     let bytes = match regular::read_bounded(&mut file, max_bytes) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
-            return ToolOutput::failure(regular::too_large("edit", path, None, max_bytes, HINT));
+            return ToolOutput::failure(regular::too_large("edit", shown, None, max_bytes, HINT))
+                .with_error(ToolErrorCode::FsTooLarge);
         }
-        Err(err) => return ToolOutput::failure(format!("Error: cannot read {shown}: {err}")),
+        Err(err) => {
+            return ToolOutput::failure(format!(
+                "Error: cannot edit \"{}\": {err}",
+                shown.display()
+            ));
+        }
     };
     let Ok(content) = String::from_utf8(bytes) else {
         return ToolOutput::failure(format!(
-            "Error: {shown} is not valid UTF-8 text; edit only changes text files."
-        ));
+            "Error: cannot edit \"{}\": invalid UTF-8 text",
+            shown.display()
+        ))
+        .with_error(ToolErrorCode::FsNotText);
     };
     let count = content.matches(a.old_string.as_str()).count();
     let replace_all = a.replace_all == Some(true);
     if count == 0 {
         return ToolOutput::failure(format!(
-            "Error: old_string was not found in {shown}. It must match the file exactly, including whitespace; read the file again to copy the current text."
-        ));
+            "Error: old_string was not found in \"{}\"",
+            shown.display()
+        ))
+        .with_error(ToolErrorCode::FsEditNotFound);
     }
     if count > 1 && !replace_all {
         return ToolOutput::failure(format!(
-            "Error: old_string occurs {count} times in {shown}. Include more surrounding text to pick one occurrence, or set replace_all to replace all {count}."
-        ));
+            "Error: old_string matched {count} times in \"{}\"; provide a more specific old_string or set replace_all to true",
+            shown.display()
+        ))
+        .with_error(ToolErrorCode::FsAmbiguousEdit);
     }
     // The size of the result is known before it is built: refuse one
     // that would pass the limit (e.g. replace_all of a short string by a
@@ -169,12 +207,14 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args, max_bytes: u64) -> ToolOu
         + count as u128 * a.new_string.len() as u128;
     if grown > u128::from(max_bytes) {
         return ToolOutput::failure(format!(
-            "Error: the edit would make {shown} {grown} bytes, more than edit writes ({max_bytes} bytes, set by {FILE_MAX_BYTES_VAR}); nothing was changed."
-        ));
+            "Error: the edit would make {} {grown} bytes, more than edit writes ({max_bytes} bytes, set by {FILE_MAX_BYTES_VAR}); nothing was changed.",
+            shown.display()
+        ))
+        .with_error(ToolErrorCode::FsTooLarge);
     }
     let updated = content.replace(a.old_string.as_str(), &a.new_string);
     if let Err(err) = rewrite(&mut file, updated.as_bytes()) {
-        return ToolOutput::failure(format!("Error: cannot write {shown}: {err}"));
+        return target.failure(ctx, "write", shown, &err);
     }
     ctx.state.mark_seen(path);
     let noun = if count == 1 {
@@ -182,7 +222,11 @@ fn edit_file(ctx: &ToolContext, path: &Path, a: &Args, max_bytes: u64) -> ToolOu
     } else {
         "occurrences"
     };
-    ToolOutput::text(format!("Edited {shown}: replaced {count} {noun}.")).with_meta(json!({
+    ToolOutput::text(format!(
+        "Edited {}: replaced {count} {noun}.",
+        path.display()
+    ))
+    .with_meta(json!({
         "path": paths::display(path),
         "replacements": count,
     }))

@@ -4,8 +4,9 @@
 
 use super::{TypedTool, spec, string};
 use crate::jobs::SpillDir;
+use crate::output::Refusal;
 use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
-use dsh_protocol::catalog::ToolSpec;
+use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::json;
@@ -67,16 +68,75 @@ impl TypedTool for Glob {
     }
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
-        let base = match &a.path {
-            Some(path) => paths::resolve(&ctx.cwd, path),
-            None => ctx.cwd.clone(),
-        };
+        if a.pattern.trim().is_empty() {
+            return ToolOutput::failure("Error: pattern must be a non-empty string");
+        }
+        if a.path.as_deref().is_some_and(|path| path.trim().is_empty()) {
+            return ToolOutput::failure("Error: path must be a non-empty string when given");
+        }
+        if let Err(err) = GlobBuilder::new(&a.pattern).literal_separator(true).build() {
+            return rejected(&err);
+        }
         let spill_dir = self.config.spill_dir.clone();
-        let task =
-            tokio::task::spawn_blocking(move || glob(&base, &ctx.cwd, &a.pattern, &spill_dir));
+        let task = tokio::task::spawn_blocking(move || {
+            let base = match &a.path {
+                Some(path) => match search_root("glob", &ctx.cwd, path) {
+                    Ok(SearchRoot::Dir) => paths::resolve(&ctx.cwd, path),
+                    Ok(SearchRoot::File) => {
+                        return listed_file(&paths::resolve(&ctx.cwd, path), &ctx.cwd);
+                    }
+                    Err(out) => return *out,
+                },
+                None => ctx.cwd.clone(),
+            };
+            glob(&base, &ctx.cwd, &a.pattern, &spill_dir)
+        });
         task.await
             .unwrap_or_else(|err| ToolOutput::failure(format!("Error: the search failed: {err}")))
     }
+}
+
+/// What a search's `path` names.
+pub(crate) enum SearchRoot {
+    /// A directory: searched through.
+    Dir,
+    /// Anything else that exists: searched (grep) or listed (glob) itself.
+    File,
+}
+
+/// Examines a `glob` or `grep` `path` as the official runtime's ripgrep
+/// does: joined to the working directory as written, `..` and links
+/// resolved by the kernel. A path that cannot be examined fails the
+/// search with ripgrep's wording, the path as given (`SEARCH_FAILED`).
+pub(crate) fn search_root(tool: &str, cwd: &Path, path: &str) -> Result<SearchRoot, Refusal> {
+    match std::fs::metadata(cwd.join(path)) {
+        Ok(meta) if meta.is_dir() => Ok(SearchRoot::Dir),
+        Ok(_) => Ok(SearchRoot::File),
+        Err(err) => Err(ToolOutput::failure(format!(
+            "Error: {tool} search failed (exit 2): rg: {path}: IO error for operation on {path}: {err}"
+        ))
+        .with_error(ToolErrorCode::SearchFailed)
+        .into()),
+    }
+}
+
+/// A pattern ripgrep refuses (`SEARCH_INVALID_PATTERN`).
+fn rejected(err: &globset::Error) -> ToolOutput {
+    ToolOutput::failure(format!(
+        "Error: glob pattern rejected by ripgrep: rg: {err}"
+    ))
+    .with_error(ToolErrorCode::SearchInvalidPattern)
+}
+
+/// The result of a `glob` whose `path` is a file: that file, whatever the
+/// pattern (ripgrep lists a path it is given).
+fn listed_file(file: &Path, cwd: &Path) -> ToolOutput {
+    let shown = match file.strip_prefix(cwd) {
+        Ok(relative) => paths::display(relative),
+        Err(_) => paths::display(file),
+    };
+    ToolOutput::text(shown.clone())
+        .with_meta(json!({"shape": "paths", "paths": [shown], "truncated": false, "total": 1}))
 }
 
 /// Splits `pattern` into the literal directory prefix and the glob rest.
@@ -121,15 +181,6 @@ impl Matcher {
 }
 
 fn glob(base: &Path, cwd: &Path, pattern: &str, spill_dir: &Path) -> ToolOutput {
-    if pattern.trim().is_empty() {
-        return ToolOutput::failure("Error: the pattern is empty.");
-    }
-    if !base.is_dir() {
-        return ToolOutput::failure(format!(
-            "Error: {} does not exist or is not a directory.",
-            base.display()
-        ));
-    }
     let (root, rest) = if pattern.contains('/') {
         split_pattern(base, pattern)
     } else {
@@ -138,11 +189,7 @@ fn glob(base: &Path, cwd: &Path, pattern: &str, spill_dir: &Path) -> ToolOutput 
     let matcher = match GlobBuilder::new(&rest).literal_separator(true).build() {
         Ok(glob) if pattern.contains('/') => Matcher::Relative(glob.compile_matcher()),
         Ok(glob) => Matcher::Name(glob.compile_matcher()),
-        Err(err) => {
-            return ToolOutput::failure(format!(
-                "Error: invalid glob pattern \"{pattern}\": {err}"
-            ));
-        }
+        Err(err) => return rejected(&err),
     };
     let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
     if root.is_dir() {
@@ -177,11 +224,7 @@ fn glob(base: &Path, cwd: &Path, pattern: &str, spill_dir: &Path) -> ToolOutput 
     let meta =
         json!({"shape": "paths", "paths": shown, "truncated": total > GLOB_LIMIT, "total": total});
     if total == 0 {
-        return ToolOutput::text(format!(
-            "No files match \"{pattern}\" under {}.",
-            base.display()
-        ))
-        .with_meta(meta);
+        return ToolOutput::text("No files found").with_meta(meta);
     }
     let mut text = shown.join("\n");
     if total > GLOB_LIMIT {

@@ -1,11 +1,13 @@
 //! `grep`: regular-expression search through file contents.
 
+use super::glob::search_root;
 use super::{TypedTool, spec, string};
+use crate::output::Refusal;
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::{ToolContext, ToolOutput, paths};
-use dsh_protocol::catalog::ToolSpec;
+use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use globset::{GlobBuilder, GlobMatcher};
-use grep_regex::RegexMatcherBuilder;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks::Lossy};
 use serde::Deserialize;
 use serde_json::json;
@@ -71,16 +73,73 @@ impl TypedTool for Grep {
     }
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
-        let root = match &a.path {
-            Some(path) => paths::resolve(&ctx.cwd, path),
-            None => ctx.cwd.clone(),
-        };
+        if a.pattern.is_empty() {
+            return ToolOutput::failure("Error: pattern must be a non-empty string");
+        }
+        if a.path.as_deref().is_some_and(|path| path.trim().is_empty()) {
+            return ToolOutput::failure("Error: path must be a non-empty string when given");
+        }
+        if a.include
+            .as_deref()
+            .is_some_and(|glob| glob.trim().is_empty())
+        {
+            return ToolOutput::failure("Error: include must be a non-empty glob when given");
+        }
         let max_line = usize::try_from(self.max_line_bytes).unwrap_or(usize::MAX);
         let task = tokio::task::spawn_blocking(move || {
-            grep(&root, &a.pattern, a.include.as_deref(), max_line)
+            let checked = Checked::new(&a.pattern, a.include.as_deref())?;
+            let root = match &a.path {
+                Some(path) => {
+                    search_root("grep", &ctx.cwd, path)?;
+                    paths::resolve(&ctx.cwd, path)
+                }
+                None => ctx.cwd.clone(),
+            };
+            Ok::<_, Refusal>(grep(&root, &a.pattern, &checked, max_line))
         });
-        task.await
-            .unwrap_or_else(|err| ToolOutput::failure(format!("Error: the search failed: {err}")))
+        match task.await {
+            Ok(Ok(out)) => out,
+            Ok(Err(out)) => *out,
+            Err(err) => ToolOutput::failure(format!("Error: the search failed: {err}")),
+        }
+    }
+}
+
+/// The compiled pattern and include glob of a call.
+struct Checked {
+    matcher: RegexMatcher,
+    include: Option<Include>,
+}
+
+impl Checked {
+    /// Compiles both, or the refusal ripgrep gives (`SEARCH_INVALID_PATTERN`).
+    fn new(pattern: &str, include: Option<&str>) -> Result<Self, Refusal> {
+        let rejected = |err: &dyn std::fmt::Display| -> Refusal {
+            ToolOutput::failure(format!(
+                "Error: grep pattern rejected by ripgrep: rg: {err}"
+            ))
+            .with_error(ToolErrorCode::SearchInvalidPattern)
+            .into()
+        };
+        let matcher = RegexMatcherBuilder::new()
+            .line_terminator(Some(b'\n'))
+            .build(pattern)
+            .map_err(|err| rejected(&err))?;
+        let include = match include.map(str::trim) {
+            None => None,
+            Some(glob) => {
+                let by_path = glob.contains('/');
+                let built = GlobBuilder::new(glob)
+                    .literal_separator(by_path)
+                    .build()
+                    .map_err(|err| rejected(&err))?;
+                Some(Include {
+                    matcher: built.compile_matcher(),
+                    by_path,
+                })
+            }
+        };
+        Ok(Self { matcher, include })
     }
 }
 
@@ -102,36 +161,8 @@ impl Include {
     }
 }
 
-fn grep(root: &Path, pattern: &str, include: Option<&str>, max_line: usize) -> ToolOutput {
-    let matcher = match RegexMatcherBuilder::new()
-        .line_terminator(Some(b'\n'))
-        .build(pattern)
-    {
-        Ok(matcher) => matcher,
-        Err(err) => {
-            return ToolOutput::failure(format!("Error: invalid regular expression: {err}"));
-        }
-    };
-    let include = match include.map(str::trim).filter(|glob| !glob.is_empty()) {
-        None => None,
-        Some(glob) => {
-            let by_path = glob.contains('/');
-            match GlobBuilder::new(glob).literal_separator(by_path).build() {
-                Ok(built) => Some(Include {
-                    matcher: built.compile_matcher(),
-                    by_path,
-                }),
-                Err(err) => {
-                    return ToolOutput::failure(format!(
-                        "Error: invalid include glob \"{glob}\": {err}"
-                    ));
-                }
-            }
-        }
-    };
-    if !root.exists() {
-        return ToolOutput::failure(format!("Error: {} does not exist.", root.display()));
-    }
+fn grep(root: &Path, pattern: &str, checked: &Checked, max_line: usize) -> ToolOutput {
+    let (matcher, include) = (&checked.matcher, &checked.include);
     if !root.is_dir() && regular::is_special_at(root) {
         return regular::not_regular("search", root);
     }
@@ -167,7 +198,7 @@ fn grep(root: &Path, pattern: &str, include: Option<&str>, max_line: usize) -> T
             continue;
         };
         let result = searcher.search_file(
-            &matcher,
+            matcher,
             &opened,
             Lossy(|number, line| {
                 if count >= GREP_LIMIT {

@@ -12,6 +12,7 @@ pub(crate) mod todo_write;
 pub(crate) mod web_fetch;
 pub(crate) mod write;
 
+use crate::output::Refusal;
 use crate::{Tool, ToolContext, ToolFuture, ToolOutput, args};
 use dsh_protocol::catalog::ToolSpec;
 use serde::de::DeserializeOwned;
@@ -52,6 +53,15 @@ impl<T: TypedTool> Tool for Typed<T> {
             }
         })
     }
+}
+
+/// Refuses a `file_path` that is empty or only whitespace, with the
+/// official text.
+pub(crate) fn require_file_path(file_path: &str) -> Result<(), Refusal> {
+    if file_path.trim().is_empty() {
+        return Err(ToolOutput::failure("Error: file_path must be a non-empty string").into());
+    }
+    Ok(())
 }
 
 /// A spec from its name, description and `(property, schema)` list (kept

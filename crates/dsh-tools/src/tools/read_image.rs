@@ -25,11 +25,6 @@ pub(crate) struct Args {
     file_path: String,
 }
 
-/// The media type of an image recognised by its first bytes.
-pub(crate) fn image_type(bytes: &[u8]) -> Option<&'static str> {
-    normalise::format_of(bytes).map(|(_, media_type)| media_type)
-}
-
 /// The `read_image` tool.
 pub(crate) struct ReadImage {
     spec: ToolSpec,
@@ -64,6 +59,9 @@ impl TypedTool for ReadImage {
     }
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        if let Err(out) = super::require_file_path(&a.file_path) {
+            return *out;
+        }
         let path = paths::resolve(&ctx.cwd, &a.file_path);
         let store = self.attachments.clone();
         // Decoding and re-encoding are CPU work: off the async workers.

@@ -1,10 +1,12 @@
 //! `write`: create or replace a UTF-8 text file.
 
 use super::{TypedTool, justification, sandbox_permissions, spec, string};
+use crate::paths::Resolved;
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
-use crate::write_guard::{change_file, check_mode, check_read_first};
+use crate::session::Observed;
+use crate::write_guard::{change_file, changed, changed_since_read, check_mode, not_observed};
 use crate::{ToolContext, ToolOutput, paths};
-use dsh_protocol::catalog::ToolSpec;
+use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
 use std::io::Write as _;
@@ -59,13 +61,17 @@ impl TypedTool for Write {
     }
 
     async fn call(&self, a: Args, ctx: ToolContext) -> ToolOutput {
+        if let Err(out) = super::require_file_path(&a.file_path) {
+            return *out;
+        }
         let escalation = (a.sandbox_permissions.as_deref(), a.justification.as_deref());
         if a.content.len() as u64 > self.max_bytes {
             return ToolOutput::failure(format!(
                 "Error: the content is {} bytes, more than write accepts ({} bytes, set by {FILE_MAX_BYTES_VAR}); nothing was written.",
                 a.content.len(),
                 self.max_bytes
-            ));
+            ))
+            .with_error(ToolErrorCode::FsTooLarge);
         }
         let content = a.content.clone();
         change_file(
@@ -80,40 +86,59 @@ impl TypedTool for Write {
     }
 }
 
-fn write_file(ctx: &ToolContext, path: &std::path::Path, content: &str) -> ToolOutput {
+/// The official order: the sandbox must allow the change; something that
+/// is not a regular file (a directory, a dangling link, a device) is
+/// refused; an existing file must have been read and be unchanged since;
+/// a file the session saw must still exist.
+fn write_file(ctx: &ToolContext, resolved: &Resolved, content: &str) -> ToolOutput {
+    let (path, shown) = (resolved.real.as_path(), resolved.display.as_path());
     let target = match check_mode(ctx, path) {
         Ok(target) => target,
-        Err(out) => return out.into(),
+        Err(out) => return *out,
     };
-    let shown = path.display();
-    if path.is_dir() {
-        return ToolOutput::failure(format!("Error: {shown} is a directory."));
-    }
-    if regular::is_special_at(path) {
-        return regular::not_regular("write", path);
-    }
-    if let Err(out) = check_read_first(ctx, path) {
-        return out.into();
+    let exists = match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.is_file() => return regular::not_regular("write", shown),
+        Ok(_) => true,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
+        Err(err) => {
+            return ToolOutput::failure(format!(
+                "Error: cannot write \"{}\": {err}",
+                shown.display()
+            ));
+        }
+    };
+    match (exists, ctx.state.seen(path)) {
+        (true, None | Some(Observed::Absent)) => return not_observed(shown),
+        (true, Some(Observed::Present(seen))) if changed(seen, path) => {
+            return changed_since_read("write", shown);
+        }
+        (false, Some(Observed::Present(_))) => {
+            return ToolOutput::failure(format!(
+                "Error: cannot write \"{}\": file no longer exists — re-read the file, then retry",
+                shown.display()
+            ))
+            .with_error(ToolErrorCode::FsStaleVersion);
+        }
+        _ => {}
     }
     if let Err(err) = target.create_parents(path) {
-        return target
-            .failure(ctx, "create the parent directories of", path, &err)
-            .into();
+        return target.failure(ctx, "create the parent directories of", shown, &err);
     }
     let created = match target
         .create_or_truncate(path)
         .and_then(|(file, created)| Ok((regular::is_special(&file)?, file, created)))
     {
         Ok((true, _, _)) => {
-            return regular::not_regular("write", path);
+            return regular::not_regular("write", shown);
         }
         Ok((false, mut file, created)) => match file.write_all(content.as_bytes()) {
             Ok(()) => created,
-            Err(err) => return target.failure(ctx, "write", path, &err).into(),
+            Err(err) => return target.failure(ctx, "write", shown, &err),
         },
-        Err(err) => return target.failure(ctx, "write", path, &err).into(),
+        Err(err) => return target.failure(ctx, "write", shown, &err),
     };
     ctx.state.mark_seen(path);
+    let shown = path.display();
     let bytes = content.len();
     let text = if created {
         format!("Created {shown} ({bytes} bytes).")

@@ -80,7 +80,28 @@ async fn devices_fifos_and_sockets_are_refused_by_every_file_tool() {
         ),
     )
     .await;
-    assert_refused(&edit, "edit", &fifo);
+    // Never read (a FIFO cannot be): refused before its type is looked at.
+    assert!(
+        text(&edit).starts_with("Error: cannot modify \"")
+            && text(&edit).contains("has not been read"),
+        "{}",
+        text(&edit)
+    );
+    // A file read, then replaced by a FIFO: refused for its type.
+    let swapped = fx.write_file("swapped", "a\n");
+    call(&fx, "read", path_arg(&swapped)).await;
+    ok(std::fs::remove_file(&swapped), "rm");
+    mkfifo(&swapped);
+    let edit = call(
+        &fx,
+        "edit",
+        format!(
+            "{{\"file_path\":{},\"old_string\":\"a\",\"new_string\":\"b\"}}",
+            js("swapped")
+        ),
+    )
+    .await;
+    assert_refused(&edit, "edit", &swapped);
     let grep = call(
         &fx,
         "grep",

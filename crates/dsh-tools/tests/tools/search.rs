@@ -1,6 +1,6 @@
 //! `glob` and `grep`.
 
-use crate::common::{Fixture, ok, some, text};
+use crate::common::{Fixture, js, ok, some, text};
 use dsh_tools::PermissionMode;
 use std::time::{Duration, SystemTime};
 
@@ -103,7 +103,7 @@ async fn glob_includes_hidden_and_ignored_files_and_matches_names_at_any_depth()
         expected
     );
     let anchored = text(&fx.call("glob", "{\"pattern\":\"deep/*.rs\"}").await);
-    assert!(anchored.starts_with("No files match"), "{anchored}");
+    assert_eq!(anchored, "No files found");
     let scoped = fx
         .call("glob", "{\"pattern\":\"*.rs\",\"path\":\"deep/er\"}")
         .await;
@@ -114,18 +114,85 @@ async fn glob_includes_hidden_and_ignored_files_and_matches_names_at_any_depth()
     );
     let none = fx.call("glob", "{\"pattern\":\"*.py\"}").await;
     assert!(!none.is_error);
-    assert!(text(&none).starts_with("No files match \"*.py\""));
+    assert_eq!(text(&none), "No files found");
     let meta = some(none.meta, "meta");
     assert_eq!(
         meta,
         serde_json::json!({"shape": "paths", "paths": [], "truncated": false, "total": 0})
     );
     let bad = fx.call("glob", "{\"pattern\":\"a[\"}").await;
-    assert!(bad.is_error && text(&bad).contains("invalid glob"));
-    let missing = fx
-        .call("glob", "{\"pattern\":\"*\",\"path\":\"nowhere\"}")
+    assert_eq!(
+        text(&bad),
+        "Error: glob pattern rejected by ripgrep: rg: error parsing glob 'a[': unclosed character class; missing ']'"
+    );
+    assert_eq!(
+        bad.error.map(|e| (e.name, e.code.to_string())),
+        Some((
+            "SearchError".to_owned(),
+            "SEARCH_INVALID_PATTERN".to_owned()
+        ))
+    );
+}
+
+#[tokio::test]
+async fn glob_and_grep_paths_as_ripgrep_sees_them() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    fx.write_file("notes.txt", "line\n");
+    fx.write_file("d/a.txt", "a\n");
+    for tool in ["glob", "grep"] {
+        for (path, why) in [
+            ("nowhere", "No such file or directory (os error 2)"),
+            ("./nowhere/", "No such file or directory (os error 2)"),
+            // The kernel resolves `..` after a missing directory: it fails.
+            ("nowhere/../d", "No such file or directory (os error 2)"),
+            ("notes.txt/x", "Not a directory (os error 20)"),
+        ] {
+            let args = format!("{{\"pattern\":\"txt\",\"path\":{}}}", js(path));
+            let out = fx.call(tool, &args).await;
+            assert!(out.is_error, "{}", text(&out));
+            assert_eq!(
+                text(&out),
+                format!(
+                    "Error: {tool} search failed (exit 2): rg: {path}: IO error for operation on {path}: {why}"
+                )
+            );
+            assert_eq!(
+                out.error.map(|e| (e.name, e.code.to_string())),
+                Some(("SearchError".to_owned(), "SEARCH_FAILED".to_owned()))
+            );
+        }
+        let blank = fx.call(tool, "{\"pattern\":\"txt\",\"path\":\" \"}").await;
+        assert_eq!(
+            text(&blank),
+            "Error: path must be a non-empty string when given"
+        );
+    }
+    // glob lists a file it is given, whatever the pattern.
+    let file = fx
+        .call("glob", "{\"pattern\":\"*.zzz\",\"path\":\"notes.txt\"}")
         .await;
-    assert!(missing.is_error);
+    assert!(!file.is_error);
+    assert_eq!(text(&file), "notes.txt");
+    assert_eq!(
+        some(file.meta, "meta"),
+        serde_json::json!({"shape": "paths", "paths": ["notes.txt"], "truncated": false, "total": 1})
+    );
+    for (tool, pattern, expected) in [
+        ("glob", " ", "Error: pattern must be a non-empty string"),
+        ("grep", "", "Error: pattern must be a non-empty string"),
+    ] {
+        let out = fx
+            .call(tool, &format!("{{\"pattern\":{}}}", js(pattern)))
+            .await;
+        assert_eq!(text(&out), expected);
+    }
+    let include = fx
+        .call("grep", "{\"pattern\":\"a\",\"include\":\" \"}")
+        .await;
+    assert_eq!(
+        text(&include),
+        "Error: include must be a non-empty glob when given"
+    );
 }
 
 #[tokio::test]
@@ -194,7 +261,18 @@ async fn grep_errors_and_empty_results() {
     let fx = Fixture::new(PermissionMode::WorkspaceWrite);
     fx.write_file("a.txt", "abc\n");
     let bad = fx.call("grep", "{\"pattern\":\"(unclosed\"}").await;
-    assert!(bad.is_error && text(&bad).starts_with("Error: invalid regular expression"));
+    assert!(
+        bad.is_error
+            && text(&bad)
+                .starts_with("Error: grep pattern rejected by ripgrep: rg: regex parse error:")
+    );
+    let bad_include = fx
+        .call("grep", "{\"pattern\":\"a\",\"include\":\"[\"}")
+        .await;
+    assert_eq!(
+        text(&bad_include),
+        "Error: grep pattern rejected by ripgrep: rg: error parsing glob '[': unclosed character class; missing ']'"
+    );
     let none = fx.call("grep", "{\"pattern\":\"zzz\"}").await;
     assert!(!none.is_error && text(&none).starts_with("No matches for /zzz/"));
     ok(std::fs::write(fx.path("bin.dat"), b"abc\0abc"), "bin");

@@ -36,9 +36,11 @@ fn file_tools_never_follow_a_link_out() {
             assert!(!result.is_error, "{}", result.text);
         } else {
             assert!(result.is_error, "{}", result.text);
+            // Links are followed first, as officially: a dangling one is
+            // not a regular file, one leading out is the sandbox's refusal.
             assert!(
-                result.text.contains("symbolic link")
-                    || result.text.contains("outside the workspace"),
+                result.text.contains("not a regular file")
+                    || result.text.contains("[sandbox: file access denied"),
                 "{}",
                 result.text
             );
