@@ -15,6 +15,18 @@ echo "== cargo test"
 export DSH_TEST_SKIPS="$PWD/target/test-skips.txt"
 mkdir -p target && rm -f "$DSH_TEST_SKIPS"
 cargo test --workspace --locked
+# The sandbox tests again at every Landlock level docs/tools-and-sandbox.md
+# distinguishes, lowered by DSH_LANDLOCK_ABI_MAX (the run above is the
+# kernel's own level): 6 scopes signals and abstract sockets; 5 and 4 use a
+# PID namespace instead; 3 refuses DSH_SANDBOX_NETWORK=off; 2 and 1 refuse
+# every command of a restricted mode; 0 is a kernel without Landlock. The
+# test binaries are the ones just built.
+echo "== sandbox tests at Landlock ABI 6..0 (kernel: $(uname -r))"
+for abi in 6 5 4 3 2 1 0; do
+  echo "-- DSH_LANDLOCK_ABI_MAX=$abi"
+  DSH_LANDLOCK_ABI_MAX=$abi cargo test -q --locked -p dsh-tools --test tools -- sandbox:: shell::a_restricted_mode
+  DSH_LANDLOCK_ABI_MAX=$abi cargo test -q --locked -p dsh --test redteam
+done
 if [ -s "$DSH_TEST_SKIPS" ]; then
   echo "!! tests skipped on this machine:" >&2
   sort -u "$DSH_TEST_SKIPS" >&2

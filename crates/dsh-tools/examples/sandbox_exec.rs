@@ -21,7 +21,7 @@ fn main() -> ExitCode {
         .ok()
         .and_then(|v| v.parse::<u8>().ok())
     {
-        Some(abi) => sandbox_exec_with(rest, &move || LandlockSupport { abi }),
+        Some(abi) => sandbox_exec_with(rest, &move || LandlockSupport::offering(abi)),
         None => sandbox_exec_main(rest),
     }
 }

@@ -101,9 +101,9 @@ pub use mode::{ParsePermissionModeError, PermissionMode};
 pub use output::{ToolOutput, text_block, unknown_tool};
 pub use regular::{DEFAULT_FILE_MAX_BYTES, FILE_MAX_BYTES_VAR, ReadRegularError, read_regular};
 pub use sandbox::{
-    HiddenEnv, LandlockSupport, Launcher, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, NetworkAccess,
-    SANDBOX_EXEC_ARG, SCOPE_LANDLOCK_ABI, SandboxConfig, SandboxProbe, sandbox_exec_main,
-    sandbox_exec_with,
+    AbiMaxError, HiddenEnv, LANDLOCK_ABI_MAX_VAR, LandlockSupport, Launcher, MIN_LANDLOCK_ABI,
+    NETWORK_LANDLOCK_ABI, NetworkAccess, SANDBOX_EXEC_ARG, SCOPE_LANDLOCK_ABI, SandboxConfig,
+    SandboxProbe, parse_abi_max, sandbox_exec_main, sandbox_exec_with,
 };
 pub use session::SessionTools;
 pub use tokio_util::sync::CancellationToken;

@@ -19,6 +19,7 @@ Environment:
   DSH_MAX_TOKENS_AS_SUCCESS    sdk profile: false makes a subagent cut at its token cap finish as an error
   DSH_SANDBOX_NETWORK          on (default) or off: TCP for commands run by bash
   DSH_SANDBOX_ENV_DENY         More variables removed from commands' environment (comma-separated, PREFIX* allowed)
+  DSH_LANDLOCK_ABI_MAX         Test/diagnostic: highest Landlock ABI the sandbox uses (only lowers the kernel's)
   DSH_WEB_FETCH_PRIVATE        allow or deny loopback and private addresses in web_fetch
   DSH_WEB_FETCH_MAX_BYTES      Bytes web_fetch reads (default 5 MiB)
   DSH_WEB_FETCH_TIMEOUT_MS     Time a web_fetch call may take (default 30000)

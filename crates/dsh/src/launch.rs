@@ -15,9 +15,9 @@ use dsh_server::ServerConfig;
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{
     DEFAULT_FILE_MAX_BYTES, DEFAULT_SPILL_MAX_BYTES, DEFAULT_SPILL_SESSION_MAX_BYTES,
-    FILE_MAX_BYTES_VAR, HiddenEnv, KEEP_TOOL_OUTPUT_VAR, NetworkAccess, SPILL_MAX_BYTES_VAR,
-    SPILL_SESSION_MAX_BYTES_VAR, SandboxConfig, SpillLimits, ToolsConfig, sdk_minimal_tools,
-    sdk_tools,
+    FILE_MAX_BYTES_VAR, HiddenEnv, KEEP_TOOL_OUTPUT_VAR, LANDLOCK_ABI_MAX_VAR, NetworkAccess,
+    SPILL_MAX_BYTES_VAR, SPILL_SESSION_MAX_BYTES_VAR, SandboxConfig, SpillLimits, ToolsConfig,
+    parse_abi_max, sdk_minimal_tools, sdk_tools,
 };
 use serde_yaml_ng::Value as Yaml;
 use std::collections::BTreeMap;
@@ -108,7 +108,8 @@ pub enum LaunchError {
         /// Its value.
         value: String,
     },
-    /// A bad sandbox setting (`DSH_SANDBOX_NETWORK`, `DSH_WEB_FETCH_PRIVATE`).
+    /// A bad sandbox setting (`DSH_SANDBOX_NETWORK`, `DSH_WEB_FETCH_PRIVATE`,
+    /// `DSH_LANDLOCK_ABI_MAX`).
     #[error("dsh: {0}")]
     Sandbox(String),
     /// The web search client cannot be set up: the variable that named its
@@ -175,6 +176,9 @@ struct SandboxSettings {
     web_max_bytes: Option<u64>,
     /// `DSH_WEB_FETCH_TIMEOUT_MS`: the time limit of one fetch.
     web_timeout_ms: Option<u64>,
+    /// `DSH_LANDLOCK_ABI_MAX`: the highest Landlock ABI the sandbox may use
+    /// (a test and diagnostic knob; only lowers the kernel's).
+    abi_max: Option<u8>,
 }
 
 impl SandboxSettings {
@@ -193,8 +197,18 @@ impl SandboxSettings {
                 )));
             }
         };
+        let abi_max = env
+            .get(LANDLOCK_ABI_MAX_VAR)
+            .map(|value| parse_abi_max(&value).map_err(|err| LaunchError::Sandbox(err.to_string())))
+            .transpose()?;
+        if let Some(max) = abi_max {
+            tracing::warn!(
+                "{LANDLOCK_ABI_MAX_VAR}={max}: the sandbox uses Landlock ABI {max} at most, whatever the kernel offers (a test and diagnostic setting)"
+            );
+        }
         Ok(Self {
             network,
+            abi_max,
             hidden_env: HiddenEnv::with_extra(&env.get("DSH_SANDBOX_ENV_DENY").unwrap_or_default()),
             web_private_addresses,
             web_max_bytes: env.bytes("DSH_WEB_FETCH_MAX_BYTES")?,
@@ -349,7 +363,8 @@ impl Launch {
         let sandbox = SandboxConfig::from_current_exe()
             .protect(home.clone())
             .with_network(self.sandbox.network)
-            .with_hidden_env(self.sandbox.hidden_env);
+            .with_hidden_env(self.sandbox.hidden_env)
+            .with_abi_max(self.sandbox.abi_max);
         let registry = ProviderRegistry::new(self.providers);
         let mut tools_config = ToolsConfig::new(home.join("tool-output"))
             .with_sandbox(sandbox)

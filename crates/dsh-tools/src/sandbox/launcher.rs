@@ -1,10 +1,11 @@
 //! The launcher side:
-//! `dsh __sandbox-exec <mode> <workspace> [--protect <dir>]… [--network off] -- <program> <args…>`.
+//! `dsh __sandbox-exec <mode> <workspace> [--protect <dir>]… [--network off]
+//! [--landlock-abi-max <n>] -- <program> <args…>`.
 
 use super::{
-    CONFINE_FLAG, LandlockSupport, NETWORK_FLAG, NetworkAccess, PID_NAMESPACE_FLAG, PROTECT_FLAG,
-    REFUSAL_PREFIX, REFUSED_EXIT, SANDBOX_EXEC_ARG, SCOPE_LANDLOCK_ABI, capabilities, mounts,
-    refusal, rules,
+    ABI_MAX_FLAG, CONFINE_FLAG, LandlockSupport, NETWORK_FLAG, NetworkAccess, PID_NAMESPACE_FLAG,
+    PROTECT_FLAG, REFUSAL_PREFIX, REFUSED_EXIT, SANDBOX_EXEC_ARG, SCOPE_LANDLOCK_ABI, capabilities,
+    mounts, network_refusal, parse_abi_max, refusal, rules,
 };
 use crate::PermissionMode;
 use rustix::process::Signal;
@@ -19,8 +20,12 @@ use std::process::{Command, ExitCode};
 /// Runs the launcher with the real kernel probe.
 ///
 /// `args` are the arguments after `__sandbox-exec`:
-/// `<mode> <workspace> [--protect <dir>]… [--network off] -- <program>
-/// <args…>`. In a restricted mode the launcher isolates the mounts, then
+/// `<mode> <workspace> [--protect <dir>]… [--network off]
+/// [--landlock-abi-max <n>] -- <program> <args…>`. The kernel's Landlock
+/// ABI is lowered to `--landlock-abi-max` (never raised); the launcher does
+/// not read `DSH_LANDLOCK_ABI_MAX` from its environment, which a command
+/// could set for a launcher of its own. In a restricted mode the launcher
+/// isolates the mounts, then
 /// runs its confined second stage (itself, with `--confine`), which
 /// becomes `program`; it supervises that child: it returns the child's
 /// exit code (or dies of the child's signal), 2 for bad usage, 121 for a
@@ -33,12 +38,20 @@ pub fn sandbox_exec_main(args: &[OsString]) -> ExitCode {
 
 /// [`sandbox_exec_main`] with an injected kernel probe (for tests).
 pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport) -> ExitCode {
-    let (confine, args) = match args.split_first() {
-        Some((first, rest)) if first == CONFINE_FLAG => (true, rest),
-        _ => (false, args),
+    // The second stage: `--confine <abi> [--pid-namespace] <invocation>`,
+    // where `<abi>` is the Landlock ABI its supervisor decided on.
+    let (confine, args) = match args {
+        [first, abi, rest @ ..] if first == CONFINE_FLAG => match abi.to_str().map(parse_abi_max) {
+            Some(Ok(abi)) => (Some(abi), rest),
+            _ => {
+                eprintln!("dsh __sandbox-exec: {CONFINE_FLAG} needs a Landlock ABI");
+                return ExitCode::from(2);
+            }
+        },
+        _ => (None, args),
     };
     let (pid_namespace, args) = match args.split_first() {
-        Some((first, rest)) if confine && first == PID_NAMESPACE_FLAG => (true, rest),
+        Some((first, rest)) if confine.is_some() && first == PID_NAMESPACE_FLAG => (true, rest),
         _ => (false, args),
     };
     let invocation = match Invocation::parse(args) {
@@ -48,8 +61,8 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
             return ExitCode::from(2);
         }
     };
-    if confine {
-        return confine_and_exec(&invocation, pid_namespace);
+    if let Some(abi) = confine {
+        return confine_and_exec(&invocation, abi, pid_namespace);
     }
     // The launcher stays as the supervisor of the command: when the runtime
     // dies (even by SIGKILL) the kernel sends it SIGTERM, and it kills its
@@ -67,12 +80,12 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
         command.args(&invocation.args);
         return supervise(command, &invocation, false);
     }
-    let support = probe();
+    let support = probe().capped(invocation.abi_max);
     if !support.is_sufficient() {
         return refuse(invocation.mode, &support.shortfall());
     }
     if invocation.network == NetworkAccess::Denied && support.abi < super::NETWORK_LANDLOCK_ABI {
-        return refuse(invocation.mode, &support.network_shortfall());
+        return refuse_with(network_refusal(invocation.mode, &support));
     }
     let writable = rules::writable_roots(invocation.mode, &invocation.workspace);
     let protected = match invocation.protected_dirs() {
@@ -86,7 +99,10 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
     // the command, while this process stays outside the Landlock domain, out
     // of reach of the command's signals and ptrace.
     let mut command = Command::new("/proc/self/exe");
-    command.arg(SANDBOX_EXEC_ARG).arg(CONFINE_FLAG);
+    command
+        .arg(SANDBOX_EXEC_ARG)
+        .arg(CONFINE_FLAG)
+        .arg(support.abi.to_string());
     // Without Landlock's signal scoping (ABI < 6) the command gets a PID
     // namespace of its own instead: it cannot see, hence cannot signal,
     // any process outside it.
@@ -98,9 +114,9 @@ pub fn sandbox_exec_with(args: &[OsString], probe: &dyn Fn() -> LandlockSupport)
     supervise(command, &invocation, pid_namespace)
 }
 
-/// The second stage: Landlock, no capabilities, then `exec` the program.
-/// Returns only on failure.
-fn confine_and_exec(invocation: &Invocation, pid_namespace: bool) -> ExitCode {
+/// The second stage: Landlock (the rights of `abi` at most), no
+/// capabilities, then `exec` the program. Returns only on failure.
+fn confine_and_exec(invocation: &Invocation, abi: u8, pid_namespace: bool) -> ExitCode {
     if pid_namespace {
         // PID 1 of its namespace, in a session of its own so that `kill 0`
         // cannot reach the supervisor's process group; when the
@@ -117,7 +133,7 @@ fn confine_and_exec(invocation: &Invocation, pid_namespace: bool) -> ExitCode {
     }
     if invocation.mode.is_restricted() {
         let writable = rules::writable_roots(invocation.mode, &invocation.workspace);
-        if let Err(why) = rules::confine(&writable, invocation.network) {
+        if let Err(why) = rules::confine(&writable, invocation.network, abi) {
             return refuse(invocation.mode, &why);
         }
         if let Err(why) = capabilities::drop_all() {
@@ -193,7 +209,11 @@ fn supervise(mut command: Command, invocation: &Invocation, pid_namespace: bool)
 }
 
 fn refuse(mode: PermissionMode, why: &str) -> ExitCode {
-    eprintln!("{REFUSAL_PREFIX}{}", refusal(mode, why));
+    refuse_with(refusal(mode, why))
+}
+
+fn refuse_with(text: String) -> ExitCode {
+    eprintln!("{REFUSAL_PREFIX}{text}");
     ExitCode::from(REFUSED_EXIT as u8)
 }
 
@@ -202,13 +222,14 @@ struct Invocation {
     workspace: PathBuf,
     protected: Vec<PathBuf>,
     network: NetworkAccess,
+    abi_max: Option<u8>,
     program: OsString,
     args: Vec<OsString>,
 }
 
 impl Invocation {
     fn parse(args: &[OsString]) -> Result<Self, String> {
-        const USAGE: &str = "usage: __sandbox-exec <mode> <workspace> [--protect <dir>]... [--network on|off] -- <program> [args…]";
+        const USAGE: &str = "usage: __sandbox-exec <mode> <workspace> [--protect <dir>]... [--network on|off] [--landlock-abi-max <n>] -- <program> [args…]";
         let [mode, workspace, rest @ ..] = args else {
             return Err(USAGE.to_owned());
         };
@@ -222,6 +243,7 @@ impl Invocation {
             workspace: PathBuf::from(workspace),
             protected: Vec::new(),
             network: NetworkAccess::Open,
+            abi_max: None,
             program: OsString::new(),
             args: Vec::new(),
         };
@@ -234,6 +256,13 @@ impl Invocation {
                 }
                 [flag, value, tail @ ..] if flag == NETWORK_FLAG => {
                     invocation.network = NetworkAccess::parse(&value.to_string_lossy())?;
+                    rest = tail;
+                }
+                [flag, value, tail @ ..] if flag == ABI_MAX_FLAG => {
+                    let max = parse_abi_max(&value.to_string_lossy())
+                        .map_err(|err| format!("{ABI_MAX_FLAG}: {err}"))?;
+                    // Given twice, the lower cap holds.
+                    invocation.abi_max = Some(invocation.abi_max.map_or(max, |m| m.min(max)));
                     rest = tail;
                 }
                 [separator, program, tail @ ..] if separator == "--" => {

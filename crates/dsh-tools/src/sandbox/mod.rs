@@ -28,6 +28,14 @@
 //! its domain keeps the runtime's memory and environment away. When the
 //! kernel cannot enforce the requested mode, both sides fail closed: the
 //! command is not run and the call reports the refusal.
+//!
+//! [`LANDLOCK_ABI_MAX_VAR`] (`DSH_LANDLOCK_ABI_MAX`) lowers the ABI both
+//! sides work with, to test the fallbacks of older kernels on a new one:
+//! the runtime reads it at launch ([`SandboxConfig::with_abi_max`]) and
+//! passes it to the launcher as `--landlock-abi-max`, which then decides
+//! (PID namespace, refusals) and builds its ruleset as on a kernel of that
+//! ABI. It can only lower the kernel's ABI, and the launcher does not read
+//! it from its environment, which a command controls.
 
 mod capabilities;
 mod env;
@@ -38,7 +46,10 @@ mod rules;
 
 pub use env::HiddenEnv;
 pub use launcher::{sandbox_exec_main, sandbox_exec_with};
-pub use probe::{LandlockSupport, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, SCOPE_LANDLOCK_ABI};
+pub use probe::{
+    AbiMaxError, LANDLOCK_ABI_MAX_VAR, LandlockSupport, MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI,
+    SCOPE_LANDLOCK_ABI, parse_abi_max,
+};
 
 use crate::PermissionMode;
 use std::ffi::OsString;
@@ -57,9 +68,13 @@ pub(crate) const PROTECT_FLAG: &str = "--protect";
 /// Launcher option setting the network access (`off`).
 pub(crate) const NETWORK_FLAG: &str = "--network";
 
-/// Launcher option of the second stage: confine this process and become
-/// the command (the first stage stays outside the Landlock domain as its
-/// supervisor).
+/// Launcher option capping the Landlock ABI it uses
+/// ([`LANDLOCK_ABI_MAX_VAR`] as the runtime read it at launch).
+pub(crate) const ABI_MAX_FLAG: &str = "--landlock-abi-max";
+
+/// Launcher option of the second stage, followed by the Landlock ABI to
+/// use: confine this process and become the command (the first stage stays
+/// outside the Landlock domain as its supervisor).
 pub(crate) const CONFINE_FLAG: &str = "--confine";
 
 /// Second-stage option: the command is PID 1 of a new PID namespace (on
@@ -159,6 +174,9 @@ pub struct SandboxConfig {
     pub network: NetworkAccess,
     /// Variables removed from every command's environment.
     pub hidden_env: HiddenEnv,
+    /// The highest Landlock ABI to use ([`LANDLOCK_ABI_MAX_VAR`]): lowers
+    /// the probe's answer, on this side and the launcher's, never raises it.
+    pub abi_max: Option<u8>,
 }
 
 impl SandboxConfig {
@@ -181,6 +199,7 @@ impl SandboxConfig {
             protected: Vec::new(),
             network: NetworkAccess::Open,
             hidden_env: HiddenEnv::default(),
+            abi_max: None,
         }
     }
 
@@ -208,6 +227,18 @@ impl SandboxConfig {
         self
     }
 
+    /// Caps the Landlock ABI used ([`LANDLOCK_ABI_MAX_VAR`]; `None`: the
+    /// kernel's). A cap at or above the kernel's ABI changes nothing.
+    pub fn with_abi_max(mut self, max: Option<u8>) -> Self {
+        self.abi_max = max;
+        self
+    }
+
+    /// The Landlock support commands get: the probe's answer under the cap.
+    pub fn landlock_support(&self) -> LandlockSupport {
+        (self.probe)().capped(self.abi_max)
+    }
+
     /// `Ok` when commands can run in `mode`, else the refusal text.
     pub(crate) fn check(&self, mode: PermissionMode) -> Result<(), String> {
         if !mode.is_restricted() {
@@ -216,12 +247,12 @@ impl SandboxConfig {
         if self.launcher.is_none() {
             return Err(refusal(mode, "no sandbox launcher is configured"));
         }
-        let support = (self.probe)();
+        let support = self.landlock_support();
         if support.abi < MIN_LANDLOCK_ABI {
             return Err(refusal(mode, &support.shortfall()));
         }
         if self.network == NetworkAccess::Denied && support.abi < NETWORK_LANDLOCK_ABI {
-            return Err(refusal(mode, &support.network_shortfall()));
+            return Err(network_refusal(mode, &support));
         }
         Ok(())
     }
@@ -260,7 +291,8 @@ impl SandboxConfig {
         command
     }
 
-    /// `<mode> <workspace> [--protect <dir>]… [--network off] --`.
+    /// `<mode> <workspace> [--protect <dir>]… [--network off]
+    /// [--landlock-abi-max <n>] --`.
     fn launcher_args(&self, mode: PermissionMode, workspace: &Path) -> Vec<OsString> {
         let mut args = vec![mode.as_str().into(), workspace.as_os_str().to_owned()];
         for dir in &self.protected {
@@ -270,6 +302,10 @@ impl SandboxConfig {
         if self.network == NetworkAccess::Denied {
             args.push(NETWORK_FLAG.into());
             args.push("off".into());
+        }
+        if let Some(max) = self.abi_max {
+            args.push(ABI_MAX_FLAG.into());
+            args.push(max.to_string().into());
         }
         args.push("--".into());
         args
@@ -283,6 +319,7 @@ impl std::fmt::Debug for SandboxConfig {
             .field("protected", &self.protected)
             .field("network", &self.network)
             .field("hidden_env", &self.hidden_env)
+            .field("abi_max", &self.abi_max)
             .finish_non_exhaustive()
     }
 }
@@ -291,6 +328,15 @@ impl std::fmt::Debug for SandboxConfig {
 pub(crate) fn refusal(mode: PermissionMode, why: &str) -> String {
     format!(
         "sandbox mode \"{mode}\" is in force but cannot be enforced here ({why}), so the command was not run: running it without confinement is refused. Use a Linux kernel with Landlock ABI {MIN_LANDLOCK_ABI} or newer (Linux 6.2+) enabled, or run the session in danger-full-access mode."
+    )
+}
+
+/// The refusal text for `mode` with `DSH_SANDBOX_NETWORK=off` on a
+/// Landlock too old to deny TCP.
+pub(crate) fn network_refusal(mode: PermissionMode, support: &LandlockSupport) -> String {
+    format!(
+        "sandbox mode \"{mode}\" is in force but cannot be enforced here ({}), so the command was not run: running it without confinement is refused. Use a Linux kernel with Landlock ABI {NETWORK_LANDLOCK_ABI} or newer (Linux 6.7+) enabled, set DSH_SANDBOX_NETWORK=on, or run the session in danger-full-access mode.",
+        support.network_shortfall()
     )
 }
 

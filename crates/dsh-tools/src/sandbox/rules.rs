@@ -1,6 +1,6 @@
 //! The Landlock ruleset of each restricted mode.
 
-use super::NetworkAccess;
+use super::{MIN_LANDLOCK_ABI, NETWORK_LANDLOCK_ABI, NetworkAccess, SCOPE_LANDLOCK_ABI};
 use crate::PermissionMode;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, RulesetAttr,
@@ -9,8 +9,23 @@ use landlock::{
 use std::path::{Path, PathBuf};
 
 /// The newest ABI whose rights the ruleset asks for (best effort above
-/// [`MIN_LANDLOCK_ABI`](super::MIN_LANDLOCK_ABI), which is required).
+/// [`MIN_LANDLOCK_ABI`], which is required).
 const TARGET_ABI: ABI = ABI::V7;
+
+/// The ABI whose rights a ruleset for `abi` (as the launcher decided it,
+/// possibly capped) asks for: never above [`TARGET_ABI`].
+fn ruleset_abi(abi: u8) -> ABI {
+    match abi {
+        0 => ABI::Unsupported,
+        1 => ABI::V1,
+        2 => ABI::V2,
+        3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        6 => ABI::V6,
+        _ => TARGET_ABI,
+    }
+}
 
 /// Devices that commands may write in every restricted mode.
 const WRITABLE_DEVICES: [&str; 6] = [
@@ -46,10 +61,24 @@ pub(crate) fn writable_roots(mode: PermissionMode, workspace: &Path) -> Vec<Path
 /// [`writable_roots`]) and harmless devices; with [`NetworkAccess::Denied`]
 /// no TCP `connect` or `bind`; where the kernel scopes them (ABI 6), no
 /// signal and no abstract unix socket to a process outside the domain.
-/// Fails unless the kernel enforces the file rights of ABI 3 at least (and
-/// the network rights of ABI 4 when the network is denied).
-pub(crate) fn confine(writable: &[PathBuf], network: NetworkAccess) -> Result<(), String> {
-    let handled = handled_rights();
+/// Asks for the rights of `abi` at most (the kernel's ABI, or lower under
+/// `DSH_LANDLOCK_ABI_MAX`), so a capped launch gets exactly the ruleset an
+/// older kernel would. Fails unless `abi` and the kernel give the file
+/// rights of ABI 3 at least (and the network rights of ABI 4 when the
+/// network is denied).
+pub(crate) fn confine(writable: &[PathBuf], network: NetworkAccess, abi: u8) -> Result<(), String> {
+    if abi < MIN_LANDLOCK_ABI {
+        return Err(format!(
+            "Landlock ABI {abi} is in use but at least ABI {MIN_LANDLOCK_ABI} is needed"
+        ));
+    }
+    if network == NetworkAccess::Denied && abi < NETWORK_LANDLOCK_ABI {
+        return Err(format!(
+            "DSH_SANDBOX_NETWORK=off needs Landlock ABI {NETWORK_LANDLOCK_ABI} but ABI {abi} is in use"
+        ));
+    }
+    let target = ruleset_abi(abi);
+    let handled = handled_rights(target);
     let mut writable: Vec<PathBuf> = writable.to_vec();
     writable.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
     let status = landlock::Ruleset::default()
@@ -64,10 +93,16 @@ pub(crate) fn confine(writable: &[PathBuf], network: NetworkAccess) -> Result<()
                 .set_compatibility(CompatLevel::BestEffort)
                 .handle_access(handled)
         })
-        .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V6)))
+        .and_then(|ruleset| {
+            if abi >= SCOPE_LANDLOCK_ABI {
+                ruleset.scope(Scope::from_all(ABI::V6))
+            } else {
+                Ok(ruleset)
+            }
+        })
         .and_then(|ruleset| ruleset.create())
         .and_then(|created| {
-            created.add_rules(path_beneath_rules(["/"], AccessFs::from_read(TARGET_ABI)))
+            created.add_rules(path_beneath_rules(["/"], AccessFs::from_read(target)))
         })
         .and_then(|created| created.add_rules(path_beneath_rules(&writable, handled)))
         .and_then(|created| created.restrict_self())
@@ -81,10 +116,10 @@ pub(crate) fn confine(writable: &[PathBuf], network: NetworkAccess) -> Result<()
     Ok(())
 }
 
-/// Every file-system right up to [`TARGET_ABI`] except device ioctls, which
-/// are no file write and are left alone.
-fn handled_rights() -> BitFlags<AccessFs> {
-    let mut rights = AccessFs::from_all(TARGET_ABI);
+/// Every file-system right up to `abi` except device ioctls, which are no
+/// file write and are left alone.
+fn handled_rights(abi: ABI) -> BitFlags<AccessFs> {
+    let mut rights = AccessFs::from_all(abi);
     rights.remove(AccessFs::IoctlDev);
     rights
 }

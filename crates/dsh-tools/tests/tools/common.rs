@@ -2,8 +2,9 @@
 
 use dsh_protocol::catalog::{EventPayload, ToolEvent};
 use dsh_tools::{
-    CancellationToken, Launcher, PermissionMode, SandboxConfig, SessionTools, ToolContext,
-    ToolHost, ToolOutput, ToolSet, ToolsConfig, sdk_minimal_tools, sdk_tools,
+    CancellationToken, LANDLOCK_ABI_MAX_VAR, LandlockSupport, Launcher, MIN_LANDLOCK_ABI,
+    PermissionMode, SandboxConfig, SessionTools, ToolContext, ToolHost, ToolOutput, ToolSet,
+    ToolsConfig, parse_abi_max, sdk_minimal_tools, sdk_tools,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -70,6 +71,66 @@ pub fn launcher_path() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// `DSH_LANDLOCK_ABI_MAX` of this run: `scripts/test.sh` reruns the
+/// sandbox tests with it set to each fallback level. A bad value fails the
+/// test, as it stops the runtime's launch.
+pub fn abi_max() -> Option<u8> {
+    std::env::var(LANDLOCK_ABI_MAX_VAR)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+        .map(|value| ok(parse_abi_max(&value), LANDLOCK_ABI_MAX_VAR))
+}
+
+/// The Landlock support the sandbox works with in this run: the kernel's,
+/// lowered by [`abi_max`].
+pub fn landlock() -> LandlockSupport {
+    LandlockSupport::detect().capped(abi_max())
+}
+
+/// The sandbox of the fixtures: the launcher example, the real probe and
+/// this run's cap.
+pub fn sandbox() -> SandboxConfig {
+    SandboxConfig::with_launcher(Launcher::new(launcher_path())).with_abi_max(abi_max())
+}
+
+/// Why `support` cannot enforce a restricted mode, as the refusal says it
+/// (docs/tools-and-sandbox.md).
+pub fn shortfall(support: LandlockSupport) -> String {
+    match support.lowered_from {
+        Some(kernel) => format!(
+            "DSH_LANDLOCK_ABI_MAX={abi} lowers the kernel's Landlock ABI {kernel} to ABI {abi} but at least ABI 3 is needed",
+            abi = support.abi
+        ),
+        None if support.abi == 0 => "Landlock is not available on this kernel".to_owned(),
+        None => format!(
+            "the kernel offers Landlock ABI {} but at least ABI 3 is needed",
+            support.abi
+        ),
+    }
+}
+
+/// Asserts that `out` is the fail-closed refusal of `mode` for this run's
+/// Landlock (below ABI 3); when the kernel itself, not the cap, is short,
+/// the confinement assertions cannot run on this machine: a skip (a
+/// failure under CI).
+pub fn assert_fails_closed(out: &ToolOutput, mode: PermissionMode) {
+    let support = landlock();
+    assert!(support.abi < MIN_LANDLOCK_ABI, "{support:?}");
+    assert!(out.is_error, "{}", text(out));
+    let body = text(out);
+    let expected = format!(
+        "Error: sandbox mode \"{mode}\" is in force but cannot be enforced here ({}), so the command was not run: running it without confinement is refused.",
+        shortfall(support)
+    );
+    assert!(body.starts_with(&expected), "{body}\nexpected: {expected}");
+    if support.lowered_from.is_none() {
+        dsh_repo_checks::skip(&format!(
+            "sandbox: the kernel offers Landlock ABI {}: only the fail-closed path is checked",
+            support.abi
+        ));
+    }
 }
 
 /// A scratch directory outside /tmp (so Landlock's /tmp rule does not
@@ -150,8 +211,7 @@ impl Fixture {
         );
         let workspace = ok(dir.path().join("workspace").canonicalize(), "workspace");
         let spill = dir.path().join("spill");
-        let config = ToolsConfig::new(&spill)
-            .with_sandbox(SandboxConfig::with_launcher(Launcher::new(launcher_path())));
+        let config = ToolsConfig::new(&spill).with_sandbox(sandbox());
         Self {
             _dir: dir,
             cwd: workspace.clone(),

@@ -1,9 +1,15 @@
 //! Attacks with `bash`: metadata outside the writable set, the runtime's
 //! credentials, signals to the runtime, its state under `DSH_HOME`, and the
-//! launcher's own binary.
+//! launcher's own binary. Each asserts what the docs promise at this run's
+//! Landlock level (`harness::level`): below ABI 3 every command is
+//! refused, and what the attack aimed at is untouched all the same.
 
-use crate::harness::{Attack, RESTRICTED, bash, contains, outside};
+use crate::harness::{
+    Attack, Level, RESTRICTED, assert_fails_closed, bash, contains, level, outside,
+};
+use dsh_tools::{LANDLOCK_ABI_MAX_VAR, LandlockSupport};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::PathBuf;
 
 /// Attack 3: `chmod`, `chown`, `touch -d` and xattrs on a file outside the
 /// writable set fail in both restricted modes, and nothing changes.
@@ -29,6 +35,10 @@ fn metadata_outside_the_writable_set_cannot_change() {
             )),
         ]);
         for result in &results {
+            if level() == Level::FailsClosed {
+                assert_fails_closed(result, mode);
+                continue;
+            }
             assert!(
                 result.text.contains("Read-only file system")
                     || result.text.contains("Permission denied"),
@@ -57,12 +67,19 @@ fn metadata_inside_the_workspace_still_changes() {
     let results = attack.run(&[bash(
         "echo 'echo ran' > s.sh && chmod +x s.sh && ./s.sh && touch -d 2001-01-01 s.sh && stat -c %Y s.sh",
     )]);
+    if level() == Level::FailsClosed {
+        assert_fails_closed(&results[0], "workspace-write");
+        assert!(!attack.workspace().join("s.sh").exists());
+        return;
+    }
     assert_eq!(results[0].text, "ran\n978307200\n");
 }
 
 /// Attack 4: the runtime's credentials are not in the command's
 /// environment, `/proc/<runtime>/environ` and the launcher's environment
-/// are unreadable, and the key appears in nothing `dsh` writes.
+/// are unreadable, and the key appears in nothing `dsh` writes. The pids
+/// are the host's, read from `/proc/self/stat` (the host's `/proc`), so the
+/// attack aims at the right processes inside a PID namespace too.
 #[test]
 fn credentials_stay_out_of_reach() {
     const KEY: &str = "sk-redteam-0123456789abcdef";
@@ -83,18 +100,33 @@ fn credentials_stay_out_of_reach() {
             bash("env"),
             bash("cat /proc/*/environ 2>&1 | tr '\\0' '\\n'"),
             bash(
-                "rt=$(awk '{print $4}' /proc/$PPID/stat); sdk=$(awk '{print $4}' /proc/$rt/stat); \
+                "read -r _ _ _ sup _ < /proc/self/stat; read -r _ _ _ rt _ < /proc/$sup/stat; \
+                 read -r _ _ _ sdk _ < /proc/$rt/stat; \
                  echo runtime=$rt launcher=$sdk; cat /proc/$rt/environ /proc/$sdk/environ; \
                  tr '\\0' '\\n' < /proc/$sdk/environ; head -c 100 /proc/$rt/mem; ls /proc/$rt/fd",
             ),
         ]);
-        assert!(results[0].text.contains("PATH="), "{}", results[0].text);
-        assert!(results[2].text.contains("runtime="), "{}", results[2].text);
-        assert!(
-            results[2].text.contains("Permission denied"),
-            "{}",
-            results[2].text
-        );
+        let searched = if level() == Level::FailsClosed {
+            for result in &results {
+                assert_fails_closed(result, mode);
+            }
+            "cannot be enforced here"
+        } else {
+            assert!(results[0].text.contains("PATH="), "{}", results[0].text);
+            // The chain led to the runtime and to `sh`, its parent.
+            let sh = attack.rt.child.id();
+            assert!(
+                results[2].text.contains(&format!(" launcher={sh}\n")),
+                "{}",
+                results[2].text
+            );
+            assert!(
+                results[2].text.contains("Permission denied"),
+                "{}",
+                results[2].text
+            );
+            "runtime="
+        };
         for result in &results {
             assert!(!result.text.contains(KEY), "{mode}: {}", result.text);
         }
@@ -103,13 +135,17 @@ fn credentials_stay_out_of_reach() {
             .request(serde_json::json!("bye"), "shutdown", serde_json::json!({}));
         let _ = attack.rt.wait_exit();
         let everything = attack.everything_written();
-        assert!(contains(&everything, "runtime="), "the log was searched");
+        assert!(contains(&everything, searched), "the log was searched");
         assert!(!contains(&everything, KEY), "{mode}: the key was written");
     }
 }
 
 /// Attack 5: commands cannot signal the runtime, their own supervisor, or
-/// the client; the request in flight is answered.
+/// the client; the request in flight is answered. From ABI 6 Landlock
+/// refuses the signals (EPERM); at ABI 3 to 5 the command is in a PID
+/// namespace of its own and cannot name those processes (ESRCH). The
+/// supervisor's pid is the host's, from `/proc/self/stat` (`$PPID` is 0
+/// inside a PID namespace).
 #[test]
 fn commands_cannot_kill_the_runtime() {
     for mode in RESTRICTED {
@@ -117,25 +153,115 @@ fn commands_cannot_kill_the_runtime() {
         let runtime = attack.rt.child.id();
         let results = attack.run(&[
             bash(&format!("kill -9 {runtime}; echo rc=$?")),
-            bash("kill -9 $PPID; echo rc=$?"),
+            bash("read -r _ _ _ sup _ < /proc/self/stat; kill -9 $sup; echo rc=$?"),
             bash("kill -9 0; echo survived"),
             bash(&format!(
                 "python3 -c \"import os,signal; os.kill({runtime}, signal.SIGSTOP)\" 2>&1 | tail -1"
             )),
         ]);
-        assert!(results[0].text.contains("rc=1"), "{}", results[0].text);
-        assert!(results[0].text.contains("Operation not permitted"));
-        assert!(results[1].text.contains("rc=1"), "{}", results[1].text);
-        assert!(
-            results[3].text.contains("PermissionError"),
-            "{}",
-            results[3].text
-        );
+        let (denial, python_error) = match level() {
+            Level::Scoped => ("Operation not permitted", "PermissionError"),
+            Level::PidNamespace => ("No such process", "ProcessLookupError"),
+            Level::FailsClosed => {
+                for result in &results {
+                    assert_fails_closed(result, mode);
+                }
+                ("", "")
+            }
+        };
+        if level() != Level::FailsClosed {
+            for result in &results[..2] {
+                assert!(result.text.contains("rc=1"), "{}", result.text);
+                assert!(result.text.contains(denial), "{}", result.text);
+            }
+            // `kill 0` kills the command's own group; as PID 1 of its
+            // namespace the command ignores signals from inside it.
+            let own_kill_survived = level() == Level::PidNamespace;
+            assert_eq!(
+                results[2].text.contains("survived"),
+                own_kill_survived,
+                "{}",
+                results[2].text
+            );
+            assert!(
+                results[3].text.contains(python_error),
+                "{}",
+                results[3].text
+            );
+        }
         // The runtime is alive and answers the next turn.
         assert!(attack.rt.child.try_wait().ok().flatten().is_none());
         let again = attack.run(&[bash("echo still here")]);
-        assert_eq!(again[0].text, "still here\n");
+        if level() == Level::FailsClosed {
+            assert_fails_closed(&again[0], mode);
+        } else {
+            assert_eq!(again[0].text, "still here\n");
+        }
     }
+}
+
+/// A command cannot lower its own confinement: `DSH_LANDLOCK_ABI_MAX` in
+/// its environment, and a launcher of its own started with the lowest cap
+/// (even as an unconfined `danger-full-access` launcher, or as a bare
+/// second stage), only nest inside the sandbox the command is in — the
+/// runtime read the cap at launch and passes it to its launcher as an
+/// argument.
+#[test]
+fn a_command_cannot_lower_its_own_confinement() {
+    let out = outside();
+    let target = out.path().join("escape");
+    let mut attack = Attack::start("workspace-write", &[]);
+    let runtime = attack.rt.child.id();
+    let dsh = env!("CARGO_BIN_EXE_dsh");
+    let inner = format!(
+        "echo x > {}; kill -9 {runtime}; echo rc=$?",
+        target.display()
+    );
+    // Each launcher runs in a subshell: a launcher whose parent is PID 1
+    // (the command, in a PID namespace) takes its runtime for dead.
+    let results = attack.run(&[
+        bash(&format!(
+            "export DSH_LANDLOCK_ABI_MAX=0; ('{dsh}' __sandbox-exec danger-full-access / --landlock-abi-max 0 -- sh -c '{inner}'; :)"
+        )),
+        bash(&format!(
+            "(DSH_LANDLOCK_ABI_MAX=0 '{dsh}' __sandbox-exec --confine 0 danger-full-access / -- sh -c '{inner}'; :)"
+        )),
+        bash(&format!(
+            "(DSH_LANDLOCK_ABI_MAX=0 '{dsh}' __sandbox-exec workspace-write / --landlock-abi-max 0 -- sh -c '{inner}'; echo nested=$?)"
+        )),
+    ]);
+    let denial = match level() {
+        Level::Scoped => "Operation not permitted",
+        Level::PidNamespace => "No such process",
+        Level::FailsClosed => {
+            for result in &results {
+                assert_fails_closed(result, "workspace-write");
+            }
+            ""
+        }
+    };
+    if level() != Level::FailsClosed {
+        for result in &results[..2] {
+            assert!(
+                result.text.contains("Read-only file system"),
+                "{}",
+                result.text
+            );
+            assert!(result.text.contains("rc=1"), "{}", result.text);
+            assert!(result.text.contains(denial), "{}", result.text);
+        }
+        // A restricted launcher inside the sandbox refuses (its cap, or
+        // the read-only mounts it cannot change): it never runs its
+        // command unconfined.
+        assert!(
+            results[2].text.contains("dsh-sandbox-refused: ")
+                && results[2].text.contains("nested=121"),
+            "{}",
+            results[2].text
+        );
+    }
+    assert!(!target.exists(), "a nested launcher wrote outside");
+    assert!(attack.rt.child.try_wait().ok().flatten().is_none());
 }
 
 /// Attacks 6 and 7: `DSH_HOME` lies under `/tmp` (a writable root here),
@@ -147,7 +273,12 @@ fn dsh_home_is_read_only_to_commands_even_under_tmp() {
     let home = attack.home();
     assert!(home.starts_with(std::env::temp_dir()));
     let first = attack.run(&[bash("echo first")]);
-    assert_eq!(first[0].text, "first\n");
+    let fails_closed = level() == Level::FailsClosed;
+    if fails_closed {
+        assert_fails_closed(&first[0], "workspace-write");
+    } else {
+        assert_eq!(first[0].text, "first\n");
+    }
     let logs = snapshot(&home);
     assert!(!logs.is_empty(), "the session log exists");
     let h = home.display();
@@ -168,13 +299,21 @@ fn dsh_home_is_read_only_to_commands_even_under_tmp() {
         bash("head -c 400000 /dev/zero | tr '\\0' 'a'; echo"),
     ]);
     for result in &results[..4] {
+        if fails_closed {
+            assert_fails_closed(result, "workspace-write");
+            continue;
+        }
         assert!(
             result.text.contains("Read-only file system") && !result.text.contains("rc=0"),
             "{}",
             result.text
         );
     }
-    assert!(results[4].text.contains("aaaa"), "the spill still works");
+    if fails_closed {
+        assert_fails_closed(&results[4], "workspace-write");
+    } else {
+        assert!(results[4].text.contains("aaaa"), "the spill still works");
+    }
     assert!(!target.exists(), "nothing written through a planted link");
     let now = snapshot(&home);
     for (path, bytes) in &logs {
@@ -239,17 +378,28 @@ fn replacing_the_binary_does_not_unconfine_later_commands() {
             attack_dir.path().display()
         )),
     ]);
-    assert!(results[0].text.contains("replaced"), "{}", results[0].text);
-    assert!(
-        std::fs::read_to_string(&bin).is_ok_and(|t| t.contains("pwned")),
-        "the binary was replaced"
-    );
-    assert!(results[1].text.contains("confined"), "{}", results[1].text);
-    assert!(
-        results[1].text.contains("Read-only file system"),
-        "{}",
-        results[1].text
-    );
+    if level() == Level::FailsClosed {
+        for result in &results {
+            assert_fails_closed(result, "workspace-write");
+        }
+        assert_eq!(
+            std::fs::read(&bin).ok(),
+            std::fs::read(env!("CARGO_BIN_EXE_dsh")).ok(),
+            "the binary is untouched"
+        );
+    } else {
+        assert!(results[0].text.contains("replaced"), "{}", results[0].text);
+        assert!(
+            std::fs::read_to_string(&bin).is_ok_and(|t| t.contains("pwned")),
+            "the binary was replaced"
+        );
+        assert!(results[1].text.contains("confined"), "{}", results[1].text);
+        assert!(
+            results[1].text.contains("Read-only file system"),
+            "{}",
+            results[1].text
+        );
+    }
     assert!(!marker.exists(), "the replaced binary ran");
     assert!(!attack_dir.path().join("escape").exists());
 }
@@ -268,13 +418,79 @@ fn parents_of_dsh_home_and_the_workspace_cannot_be_moved() {
         bash(&format!("mv '{p}/ws' '{p}/ws.moved'; echo rc=$?")),
         bash(&format!("touch '{p}/allowed' && echo rc=$?")),
     ]);
-    for result in &results[..3] {
-        assert!(
-            result.text.contains("Device or resource busy") && result.text.contains("rc=1"),
-            "{}",
-            result.text
-        );
+    if level() == Level::FailsClosed {
+        for result in &results {
+            assert_fails_closed(result, "workspace-write");
+        }
+        assert!(!parent.join("allowed").exists());
+    } else {
+        for result in &results[..3] {
+            assert!(
+                result.text.contains("Device or resource busy") && result.text.contains("rc=1"),
+                "{}",
+                result.text
+            );
+        }
+        assert_eq!(results[3].text, "rc=0\n", "the parent stays writable");
     }
-    assert_eq!(results[3].text, "rc=0\n", "the parent stays writable");
     assert!(parent.join("home").is_dir() && parent.join("ws").is_dir());
+}
+
+/// `DSH_LANDLOCK_ABI_MAX` is a launch setting (process environment or a
+/// `--patch` overlay's `env:`): the runtime warns that it is in force and
+/// its commands get that level; a bad value stops the launch.
+#[test]
+fn the_landlock_cap_is_read_at_launch() {
+    let mut attack = Attack::start_adjusted(
+        |_| PathBuf::from(env!("CARGO_BIN_EXE_dsh")),
+        &["--patch", "cap.yml"],
+        "workspace-write",
+        &[],
+        |dir, cmd| {
+            std::fs::write(dir.join("cap.yml"), "env:\n  DSH_LANDLOCK_ABI_MAX: 2\n").unwrap();
+            cmd.env_remove(LANDLOCK_ABI_MAX_VAR);
+        },
+    );
+    let results = attack.run(&[bash("echo ran > ran.txt")]);
+    let kernel = LandlockSupport::detect();
+    let why = if kernel.abi > 2 {
+        format!(
+            "DSH_LANDLOCK_ABI_MAX=2 lowers the kernel's Landlock ABI {} to ABI 2",
+            kernel.abi
+        )
+    } else if kernel.abi == 0 {
+        "Landlock is not available on this kernel".to_owned()
+    } else {
+        format!("the kernel offers Landlock ABI {}", kernel.abi)
+    };
+    assert!(results[0].is_error, "{}", results[0].text);
+    assert!(
+        results[0].text.starts_with(&format!(
+            "Error: sandbox mode \"workspace-write\" is in force but cannot be enforced here ({why}"
+        )),
+        "{}",
+        results[0].text
+    );
+    assert!(!attack.workspace().join("ran.txt").exists());
+    attack
+        .rt
+        .request(serde_json::json!("bye"), "shutdown", serde_json::json!({}));
+    let _ = attack.rt.wait_exit();
+    let stderr = String::from_utf8_lossy(&attack.rt.stderr_bytes()).into_owned();
+    assert!(
+        stderr.contains("DSH_LANDLOCK_ABI_MAX=2: the sandbox uses Landlock ABI 2 at most"),
+        "{stderr}"
+    );
+
+    let out = crate::common::dsh(&std::env::temp_dir())
+        .args(["--profile", "sdk"])
+        .env("DSH_HOME", std::env::temp_dir().join("dsh-redteam-unused"))
+        .env(LANDLOCK_ABI_MAX_VAR, "seven")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "dsh: DSH_LANDLOCK_ABI_MAX must be a whole number from 0 to 255 (the highest Landlock ABI the sandbox may use), got \"seven\"\n"
+    );
 }

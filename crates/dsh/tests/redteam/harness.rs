@@ -2,6 +2,9 @@
 //! per model request, through the real `dsh` binary.
 
 use crate::common::{Runtime, TempDir};
+use dsh_tools::{
+    LANDLOCK_ABI_MAX_VAR, LandlockSupport, MIN_LANDLOCK_ABI, SCOPE_LANDLOCK_ABI, parse_abi_max,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,6 +75,18 @@ impl Attack {
         mode: &str,
         env: &[(&str, &str)],
     ) -> Self {
+        Self::start_adjusted(program, pre_args, mode, env, |_, _| {})
+    }
+
+    /// [`Attack::start_program`], with `adjust` given the command and the
+    /// runtime's directory last.
+    pub fn start_adjusted(
+        program: impl FnOnce(&Path) -> PathBuf,
+        pre_args: &[&str],
+        mode: &str,
+        env: &[(&str, &str)],
+        adjust: impl FnOnce(&Path, &mut Command),
+    ) -> Self {
         let rt = Runtime::start_command(|dir| {
             let mut cmd = Command::new(program(dir));
             cmd.args(pre_args)
@@ -83,6 +98,7 @@ impl Attack {
             for (key, value) in env {
                 cmd.env(key, value);
             }
+            adjust(dir, &mut cmd);
             cmd
         });
         let scenario = rt.dir.path().join("scenario.json");
@@ -205,3 +221,78 @@ pub fn contains(haystack: &[u8], needle: &str) -> bool {
 
 /// The restricted modes.
 pub const RESTRICTED: [&str; 2] = ["workspace-write", "read-only"];
+
+/// The Landlock support the runtimes under test work with: the kernel's,
+/// lowered by `DSH_LANDLOCK_ABI_MAX`, which they inherit from this process
+/// (`scripts/test.sh` reruns the suite at every fallback level).
+pub fn landlock() -> LandlockSupport {
+    let max = std::env::var(LANDLOCK_ABI_MAX_VAR)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+        .map(|value| {
+            parse_abi_max(&value).unwrap_or_else(|e| panic!("{LANDLOCK_ABI_MAX_VAR}: {e}"))
+        });
+    LandlockSupport::detect().capped(max)
+}
+
+/// What docs/tools-and-sandbox.md promises at a Landlock level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Below ABI 3: every command of a restricted mode is refused.
+    FailsClosed,
+    /// ABI 3 to 5: Landlock for files (and TCP from 4); the command is PID
+    /// 1 of a PID namespace of its own; abstract sockets stay reachable.
+    PidNamespace,
+    /// ABI 6 and newer: Landlock also scopes signals and abstract sockets.
+    Scoped,
+}
+
+/// The level of this run.
+pub fn level() -> Level {
+    match landlock().abi {
+        abi if abi < MIN_LANDLOCK_ABI => Level::FailsClosed,
+        abi if abi < SCOPE_LANDLOCK_ABI => Level::PidNamespace,
+        _ => Level::Scoped,
+    }
+}
+
+/// Why this run's Landlock cannot enforce a restricted mode, as the
+/// refusal says it.
+pub fn shortfall() -> String {
+    let support = landlock();
+    match support.lowered_from {
+        Some(kernel) => format!(
+            "DSH_LANDLOCK_ABI_MAX={abi} lowers the kernel's Landlock ABI {kernel} to ABI {abi} but at least ABI 3 is needed",
+            abi = support.abi
+        ),
+        None if support.abi == 0 => "Landlock is not available on this kernel".to_owned(),
+        None => format!(
+            "the kernel offers Landlock ABI {} but at least ABI 3 is needed",
+            support.abi
+        ),
+    }
+}
+
+/// Asserts that `outcome` is the fail-closed refusal of `mode` (the
+/// command was not run). When the kernel itself, not the cap, is below
+/// ABI 3, the confinement attacks cannot run on this machine: a skip (a
+/// failure under CI).
+pub fn assert_fails_closed(outcome: &Outcome, mode: &str) {
+    assert_eq!(level(), Level::FailsClosed);
+    let expected = format!(
+        "Error: sandbox mode \"{mode}\" is in force but cannot be enforced here ({}), so the command was not run: running it without confinement is refused.",
+        shortfall()
+    );
+    assert!(outcome.is_error, "{}", outcome.text);
+    assert!(
+        outcome.text.starts_with(&expected),
+        "{}\nexpected: {expected}",
+        outcome.text
+    );
+    if landlock().lowered_from.is_none() {
+        dsh_repo_checks::skip(&format!(
+            "redteam: the kernel offers Landlock ABI {}: only the fail-closed path is checked",
+            landlock().abi
+        ));
+    }
+}
