@@ -42,11 +42,12 @@ def dsh_bin_path() -> Path:
 
 
 def transcripts_dir() -> Path:
-    """Official reference transcripts ($DSH_TRANSCRIPTS, else ../shared beside the repo)."""
+    """Official reference transcripts ($DSH_TRANSCRIPTS, else the copy the
+    repository holds: tests/fixtures/official-transcripts)."""
     env = os.environ.get("DSH_TRANSCRIPTS", "").strip()
     if env:
         return Path(env).expanduser().resolve()
-    return REPO_ROOT.parent / "shared" / "reference" / "transcripts"
+    return REPO_ROOT / "tests" / "fixtures" / "official-transcripts"
 
 
 def clean_env(dsh_home: Path | str | None, home: Path | str, **extra: str) -> dict[str, str]:

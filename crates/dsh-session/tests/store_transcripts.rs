@@ -1,5 +1,5 @@
 //! The store against the official runtime's session logs and `DSH_HOME`
-//! trees in `shared/reference/transcripts`.
+//! trees in `tests/fixtures/official-transcripts`.
 
 mod common;
 

@@ -10,12 +10,14 @@ use dsh_session::store::{
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// `shared/reference/transcripts` beside the repository; fails when absent.
+/// The official transcripts the repository holds
+/// (`tests/fixtures/official-transcripts`); fails when absent.
 pub fn transcripts() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/transcripts");
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/official-transcripts");
     assert!(
         dir.is_dir(),
-        "reference transcripts missing at {} (shared/ must lie beside the repository)",
+        "reference transcripts missing at {}",
         dir.display()
     );
     dir
