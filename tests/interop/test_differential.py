@@ -277,6 +277,30 @@ SCENARIOS.update({
         ["Read notes.txt"],
         {"files": NOTES},
     ),
+    # A missing file (and a missing directory on the way to it).
+    "tool_read_missing": (
+        [{"blocks": [{"tool_call": {"id": "toolu_miss_1", "name": "read", "arguments": {"file_path": "nope.txt"}}},
+                     {"tool_call": {"id": "toolu_miss_2", "name": "read", "arguments": {"file_path": "no/such/dir.txt"}}}]},
+         {"text": "Neither exists."}],
+        ["Read the missing files"],
+        {},
+    ),
+    # Consecutive calls of the reading tools with valid arguments form one
+    # batch (every tool/call, then every tool/result); a call the schema
+    # refuses, and any other tool, stands alone.
+    "tool_batches": (
+        [{"blocks": [{"tool_call": {"id": "toolu_bat_1", "name": "read", "arguments": {"file_path": "notes.txt"}}},
+                     {"tool_call": {"id": "toolu_bat_2", "name": "read", "arguments": {"file_path": "nope.txt"}}},
+                     {"tool_call": {"id": "toolu_bat_3", "name": "read", "arguments": {}}},
+                     {"tool_call": {"id": "toolu_bat_4", "name": "read", "arguments": {"file_path": "a.txt"}}},
+                     {"tool_call": {"id": "toolu_bat_5", "name": "glob", "arguments": {"pattern": "*.txt"}}},
+                     {"tool_call": {"id": "toolu_bat_6", "name": "glob", "arguments": {"pattern": "*.md"}}},
+                     {"tool_call": {"id": "toolu_bat_7", "name": "read", "arguments": {"file_path": "a.txt", "limit": 1}}},
+                     {"tool_call": {"id": "toolu_bat_8", "name": "read", "arguments": {"file_path": "notes.txt", "offset": 2}}}]},
+         {"text": "Read them."}],
+        ["Read everything"],
+        {"files": NOTES},
+    ),
     # Issue 15: special files are refused with the official wording, and the
     # runtime's own stdin is not the protocol input in either runtime.
     "tool_special_files": (

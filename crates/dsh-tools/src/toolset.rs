@@ -15,9 +15,13 @@ pub trait Tool: Send + Sync {
     /// Name, description and parameter schema as advertised to the model.
     fn spec(&self) -> &ToolSpec;
 
-    /// Whether calls may run concurrently with other parallel calls of the
-    /// same step (read-only tools), as opposed to exclusively.
-    fn parallel(&self) -> bool;
+    /// Whether this call joins a batch: consecutive batched calls of a
+    /// step have all their `tool/call`s recorded before any runs and their
+    /// results after all ran (the official runtime runs them in parallel).
+    /// Calls of the reading tools (`read`, `read_image`, `web_fetch`,
+    /// `web_search`) whose arguments fit the schema; a call the schema
+    /// refuses stands alone, as officially.
+    fn batched(&self, arguments: &str) -> bool;
 
     /// Runs one call. `arguments` is the raw JSON string as streamed by the
     /// model; invalid or ill-typed arguments yield an error result, never a

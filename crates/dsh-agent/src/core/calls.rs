@@ -113,15 +113,15 @@ pub(super) async fn run(
 }
 
 /// The end of the batch of calls starting at `start`: the consecutive
-/// calls of tools the roster batches, or the one call at `start`.
+/// calls the roster batches, or the one call at `start`.
 fn batch_end(core: &Core, calls: &[(&str, &str, &str)], start: usize) -> usize {
-    let batched = |name: &str| core.roster.batched(name);
-    if !batched(calls[start].1) {
+    let batched = |(_, name, arguments): &(&str, &str, &str)| core.roster.batched(name, arguments);
+    if !batched(&calls[start]) {
         return start + 1;
     }
     calls[start..]
         .iter()
-        .position(|(_, name, _)| !batched(name))
+        .position(|call| !batched(call))
         .map_or(calls.len(), |len| start + len)
 }
 

@@ -57,10 +57,9 @@ pub(crate) trait AgentTool: Send + Sync {
     /// The specs of the tools this handler answers, one per name.
     fn specs(&self) -> Vec<ToolSpec>;
 
-    /// Whether consecutive calls of `name` run as one batch: all their
-    /// `tool/call`s are recorded first, their results after all ran (the
-    /// official runtime runs them in parallel).
-    fn batched(&self, _name: &str) -> bool {
+    /// Whether this call of `name` joins a batch (see
+    /// [`dsh_tools::Tool::batched`]).
+    fn batched(&self, _name: &str, _arguments: &str) -> bool {
         false
     }
 
@@ -126,9 +125,16 @@ impl Roster {
         &self.library
     }
 
-    /// Whether consecutive calls of `name` run as one batch.
-    pub fn batched(&self, name: &str) -> bool {
-        self.handlers.get(name).is_some_and(|t| t.batched(name))
+    /// Whether this call joins a batch: a feature's tool says, else the
+    /// library's.
+    pub fn batched(&self, name: &str, arguments: &str) -> bool {
+        match self.handlers.get(name) {
+            Some(tool) => tool.batched(name, arguments),
+            None => self
+                .library
+                .get(name)
+                .is_some_and(|tool| tool.batched(arguments)),
+        }
     }
 
     /// Runs one call: a feature's tool, else the library's (which answers

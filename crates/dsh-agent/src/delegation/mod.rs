@@ -57,10 +57,10 @@ impl AgentTool for DelegationTools {
         specs::specs()
     }
 
-    /// A run of consecutive `subagent`/`subagent_fork` calls is one batch
-    /// (the official runtime starts them in parallel).
-    fn batched(&self, name: &str) -> bool {
-        matches!(name, "subagent" | "subagent_fork")
+    /// `subagent`/`subagent_fork` calls whose arguments fit the schema
+    /// join a batch (the official runtime starts them in parallel).
+    fn batched(&self, name: &str, arguments: &str) -> bool {
+        matches!(name, "subagent" | "subagent_fork") && spawn::fits_schema(arguments)
     }
 
     fn call<'a>(&'a self, call: ToolCall<'a>) -> HookFuture<'a, ToolOutcome> {

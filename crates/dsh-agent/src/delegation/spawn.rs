@@ -25,6 +25,11 @@ struct Args {
     cwd: Option<String>,
 }
 
+/// Whether `arguments` fit the spawning tools' schema.
+pub(crate) fn fits_schema(arguments: &str) -> bool {
+    parse::<Args>(arguments).is_ok()
+}
+
 /// Starts a child of `core` for the call's task and returns at once with
 /// its id; the child's news arrives later as a notice.
 pub(crate) async fn spawn(core: &Core, arguments: &str, provider: SubagentProvider) -> ToolOutput {

@@ -112,8 +112,8 @@ impl Tool for WebSearch {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
-        true
+    fn batched(&self, arguments: &str) -> bool {
+        !matches!(args::queries(arguments), Err(args::ArgsError::Invalid(_)))
     }
 
     fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {

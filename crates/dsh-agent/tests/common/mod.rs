@@ -234,7 +234,7 @@ impl Tool for Gate {
         &self.spec
     }
 
-    fn parallel(&self) -> bool {
+    fn batched(&self, _arguments: &str) -> bool {
         false
     }
 

@@ -216,7 +216,7 @@ fn with_job(mut meta: serde_json::Value, id: &str) -> serde_json::Value {
 
 impl TypedTool for Bash {
     type Args = Args;
-    const PARALLEL: bool = false;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

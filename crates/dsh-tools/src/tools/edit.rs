@@ -67,7 +67,7 @@ impl Edit {
 
 impl TypedTool for Edit {
     type Args = Args;
-    const PARALLEL: bool = false;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

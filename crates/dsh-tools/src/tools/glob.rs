@@ -61,7 +61,7 @@ impl Glob {
 
 impl TypedTool for Glob {
     type Args = Args;
-    const PARALLEL: bool = true;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

@@ -66,7 +66,7 @@ impl Grep {
 
 impl TypedTool for Grep {
     type Args = Args;
-    const PARALLEL: bool = true;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

@@ -125,7 +125,7 @@ impl JobList {
 
 impl TypedTool for JobList {
     type Args = Value;
-    const PARALLEL: bool = true;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -202,7 +202,7 @@ impl JobOutput {
 
 impl TypedTool for JobOutput {
     type Args = OutputArgs;
-    const PARALLEL: bool = true;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -295,7 +295,7 @@ impl JobKill {
 
 impl TypedTool for JobKill {
     type Args = KillArgs;
-    const PARALLEL: bool = false;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

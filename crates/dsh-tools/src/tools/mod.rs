@@ -24,8 +24,8 @@ use std::future::Future;
 pub(crate) trait TypedTool: Send + Sync {
     /// The parsed arguments.
     type Args: DeserializeOwned + Send + 'static;
-    /// Whether calls may run alongside other parallel calls.
-    const PARALLEL: bool;
+    /// Whether calls with valid arguments join a batch ([`Tool::batched`]).
+    const BATCHED: bool;
     /// Name, description and schema.
     fn spec(&self) -> &ToolSpec;
     /// Runs one call with valid arguments.
@@ -40,8 +40,8 @@ impl<T: TypedTool> Tool for Typed<T> {
         self.0.spec()
     }
 
-    fn parallel(&self) -> bool {
-        T::PARALLEL
+    fn batched(&self, arguments: &str) -> bool {
+        T::BATCHED && args::parse::<T::Args>(self.0.spec(), arguments).is_ok()
     }
 
     fn run(&self, arguments: &str, ctx: ToolContext) -> ToolFuture<'_> {

@@ -66,7 +66,7 @@ impl Read {
 
 impl TypedTool for Read {
     type Args = Args;
-    const PARALLEL: bool = true;
+    const BATCHED: bool = true;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

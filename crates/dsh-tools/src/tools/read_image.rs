@@ -52,7 +52,7 @@ impl ReadImage {
 
 impl TypedTool for ReadImage {
     type Args = Args;
-    const PARALLEL: bool = true;
+    const BATCHED: bool = true;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

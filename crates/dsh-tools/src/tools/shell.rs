@@ -143,7 +143,7 @@ fn clip(output: &str, dropped: bool, notes: &mut Vec<String>) -> String {
 
 impl TypedTool for PersistentBash {
     type Args = Args;
-    const PARALLEL: bool = false;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

@@ -52,7 +52,7 @@ impl TodoWrite {
 
 impl TypedTool for TodoWrite {
     type Args = Args;
-    const PARALLEL: bool = false;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

@@ -45,7 +45,7 @@ impl WebFetch {
 
 impl TypedTool for WebFetch {
     type Args = Args;
-    const PARALLEL: bool = true;
+    const BATCHED: bool = true;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

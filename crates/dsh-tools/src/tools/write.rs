@@ -54,7 +54,7 @@ impl Write {
 
 impl TypedTool for Write {
     type Args = Args;
-    const PARALLEL: bool = false;
+    const BATCHED: bool = false;
 
     fn spec(&self) -> &ToolSpec {
         &self.spec

@@ -95,8 +95,11 @@ fn minimal_set_has_a_command_only_bash() {
         ),
         r#"{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}"#
     );
-    assert!(!bash.parallel());
-    assert!(some(set.get("read_image"), "read_image").parallel());
+    assert!(!bash.batched(r#"{"command":"ls"}"#));
+    let read_image = some(set.get("read_image"), "read_image");
+    assert!(read_image.batched(r#"{"file_path":"a.png"}"#));
+    // A call the schema refuses stands alone.
+    assert!(!read_image.batched("{}"));
 }
 
 #[tokio::test]
