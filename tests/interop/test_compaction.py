@@ -297,3 +297,29 @@ def test_a_twenty_turn_session_over_the_window_keeps_running_and_stays_coherent(
     # Each later summary call condenses the previous checkpoint with what followed it.
     for call in calls[1:]:
         assert texts(call["body"]["messages"][0])[0].endswith("<compacted-summary>")
+
+
+# Issue 26, row 2: the provider reports 100 input tokens per reply, so the
+# reported usage never nears the threshold; the official runtime compacts
+# anyway once the history's own estimate does (two prompts of 1.37 MB
+# before the third request; two of 1.34 MB do not), whatever the size of
+# the pending prompt.
+@pytest.mark.parametrize("size,compacts", [(1_340_000, False), (1_370_000, True)])
+def test_differential_compaction_when_the_reported_usage_is_small(size, compacts, official_bin, dsh_bin, base_dir):
+    small = {"input_tokens": 100, "output_tokens": 1}
+    script = [{"text": "R1", "usage": small}, {"text": "R2", "usage": small},
+              {"text": "SUMMARY-1", "usage": small}, {"text": "R3", "usage": small}]
+    prompts = [p + " " + "lorem ipsum dolor sit amet " * (size // 27) for p in ("P1", "P2")] + ["P3 short"]
+    runs = {}
+    for name, binary in (("official", official_bin), ("dsh", dsh_bin)):
+        server = FakeModel(base_dir / f"fake-{name}", script)
+        try:
+            results = drive(binary, base_dir / name, server, prompts)
+            runs[name] = (results, server.requests())
+        finally:
+            server.close()
+    (official, official_requests), (ours, our_requests) = runs["official"], runs["dsh"]
+    assert normalise(ours) == normalise(official)
+    compact = lambda requests: [bool(r["headers"].get("x-deepseek-harness-compact")) for r in requests]  # noqa: E731
+    assert compact(our_requests) == compact(official_requests) == [False, False] + ([True, False] if compacts else [False])
+    assert [r.final_response for r in ours] == [r.final_response for r in official]

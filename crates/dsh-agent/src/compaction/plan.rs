@@ -48,13 +48,24 @@ impl Budget {
     }
 }
 
-/// The pressure of the next request: the tokens the provider reported for
-/// the last reply (its whole request and answer) plus the estimate of what
-/// came after it, or — when no reply reported usage since the last
-/// checkpoint was made — the estimate of everything; `fixed` (system prompt, tools)
-/// and `pending` (claimed messages not in the history yet) on top of the
-/// estimate, `pending` on top of the reported usage.
+/// The pressure of the next request, the larger of two measures. First:
+/// the tokens the provider reported for the last reply (its whole request
+/// and answer) plus the estimate of what came after it, or — when no reply
+/// reported usage since the last checkpoint was made — the estimate of
+/// everything; `fixed` (system prompt, tools) and `pending` (claimed
+/// messages not in the history yet) on top of the estimate, `pending` on
+/// top of the reported usage. Second: the estimate of the history alone,
+/// so a provider that reports little usage cannot keep a huge history
+/// from being compacted (the official rule, found black-box: with usage
+/// reported as 100 tokens, two 1.37 MB prompts in the history compact
+/// before the next request whatever its size, two of 1.34 MB do not).
 pub fn pressure(entries: &[Entry], pending: u64, fixed: u64) -> u64 {
+    let history: u64 = entries.iter().map(Entry::tokens).sum();
+    reported_pressure(entries, pending, fixed).max(history)
+}
+
+/// The first measure of [`pressure`].
+fn reported_pressure(entries: &[Entry], pending: u64, fixed: u64) -> u64 {
     // A checkpoint made after a reply makes its usage stale.
     let compacted = entries
         .iter()
@@ -175,6 +186,16 @@ mod tests {
         ];
         let ckpt = estimate::message(&entries[0].message.get());
         assert_eq!(pressure(&entries, 30, 5_000), 5_000 + 30 + ckpt + 50 + 20);
+        // Usage reported smaller than the history's estimate: the estimate
+        // (without the pending prompt) is the pressure.
+        let entries = [
+            entry(0, 1, 342_500, None),
+            entry(1, 1, 9, Some(100)),
+            entry(2, 2, 342_500, None),
+            entry(3, 2, 9, Some(100)),
+        ];
+        assert_eq!(pressure(&entries, 400_000, 5_000), 685_018);
+        assert!(pressure(&entries, 400_000, 5_000) > Budget::new(1_000_000, 256_000).threshold);
     }
 
     #[test]
