@@ -57,6 +57,17 @@ SCENARIOS = {
          {"when": "TASK-FAST", "replies": [{"text": "FAST-DONE", "delay_ms": 200}]}],
         {},
     ),
+    # Issue 26, row 8: a forked child reports with send_message, then
+    # lists the agents, then finishes.
+    "fork_reports": (
+        [call("subagent_fork", {"description": "Check", "prompt": "TASK-FORK check and report"}, "toolu_fork_1"),
+         {"text": "Forked."}, {"text": "Got the report."}, {"text": "Child done too."}],
+        [{"when": "TASK-FORK", "replies": [
+            {"blocks": [{"tool_call": {"id": "toolu_msg_1", "name": "send_message", "arguments": {"agent_id": "parent", "message": "REPORT-1"}}}], "delay_ms": 300},
+            {"blocks": [{"tool_call": {"id": "toolu_list_1", "name": "list_agents", "arguments": {}}}]},
+            {"text": "FORK-DONE"}]}],
+        {},
+    ),
     "background_job": (
         [call("bash", {"description": "bg", "command": "sleep 1; echo done", "run_in_background": True}, "toolu_bg_1"),
          {"text": "Started."}, {"text": "The job finished."}],
@@ -299,9 +310,9 @@ def assert_same_tree(ours, official) -> None:
     assert ours[3] == official[3], "provider requests"
 
 
-PROMPTS = {"one_child": "Delegate a greeting", "two_children": "Delegate two tasks", "background_job": "Run a job in the background"}
-KEPT = set(PROMPTS.values()) | {"CHILD-OK", "SLOW-DONE", "FAST-DONE"}
-TURNS = {"one_child": 2, "two_children": 3, "background_job": 2}
+PROMPTS = {"fork_reports": "Fork a check", "one_child": "Delegate a greeting", "two_children": "Delegate two tasks", "background_job": "Run a job in the background"}
+KEPT = set(PROMPTS.values()) | {"CHILD-OK", "SLOW-DONE", "FAST-DONE", "REPORT-1", "FORK-DONE"}
+TURNS = {"fork_reports": 3, "one_child": 2, "two_children": 3, "background_job": 2}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
