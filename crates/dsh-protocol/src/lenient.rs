@@ -20,7 +20,8 @@ use std::borrow::Cow;
 /// The deepest nesting of arrays and objects accepted.
 pub const MAX_DEPTH: usize = 512;
 
-/// serde_json's own limit, below which its strict parse already succeeds.
+/// serde_json's own limit: its strict parse takes nesting below it (127
+/// levels) and refuses this many.
 const SERDE_DEPTH: usize = 128;
 
 /// Parses JSON text leniently (see the module doc). The error is the strict
@@ -55,7 +56,7 @@ fn lenient<T: DeserializeOwned>(
             "nesting deeper than {MAX_DEPTH} levels"
         )));
     }
-    if matches!(json, Cow::Borrowed(_)) && depth <= SERDE_DEPTH {
+    if matches!(json, Cow::Borrowed(_)) && depth < SERDE_DEPTH {
         return Err(strict);
     }
     let mut de = serde_json::Deserializer::from_str(&json);
@@ -181,6 +182,10 @@ mod tests {
             parse(&deep(MAX_DEPTH + 1)),
             Err(format!("nesting deeper than {MAX_DEPTH} levels"))
         );
+        // Every depth around serde_json's own limit parses.
+        for n in SERDE_DEPTH - 2..=SERDE_DEPTH + 2 {
+            assert!(parse(&deep(n)).is_ok(), "{n} levels");
+        }
         // Brackets inside strings do not count.
         let quoted = format!("[\"{}\"]", "[".repeat(5000));
         assert!(parse(&quoted).is_ok());
