@@ -189,8 +189,8 @@ def test_resume_after_a_compaction_rebuilds_the_compacted_history(dsh_bin, base_
 HUGE = 1572864
 
 
-def huge(tag):
-    return tag + " " + "lorem ipsum dolor sit amet " * (HUGE // 27)
+def huge(tag, size=HUGE):
+    return tag + " " + "lorem ipsum dolor sit amet " * (size // 27)
 
 
 def normalise(results):
@@ -233,9 +233,9 @@ def normalise(results):
     return out
 
 
-def test_differential_compaction_matches_the_official_runtime(official_bin, dsh_bin, base_dir):
-    script = [{"text": "R1"}, {"text": "R2"}, {"text": "SUMMARY-1"}, {"text": "SUMMARY-2"}, {"text": "R3"}]
-    prompts = [huge("P1"), huge("P2"), huge("P3")]
+def run_both(script, prompts, official_bin, dsh_bin, base_dir):
+    """The prompts on one session of each runtime, each against its own fake
+    model playing `script`: ((results, requests) official, (…) dsh)."""
     runs = {}
     for name, binary in (("official", official_bin), ("dsh", dsh_bin)):
         server = FakeModel(base_dir / f"fake-{name}", script)
@@ -244,11 +244,21 @@ def test_differential_compaction_matches_the_official_runtime(official_bin, dsh_
             runs[name] = (results, server.requests())
         finally:
             server.close()
-    (official, official_requests), (ours, our_requests) = runs["official"], runs["dsh"]
+    return runs["official"], runs["dsh"]
+
+
+def compact_flags(requests) -> list[bool]:
+    """Which provider requests were summary calls."""
+    return [bool(r["headers"].get("x-deepseek-harness-compact")) for r in requests]
+
+
+def test_differential_compaction_matches_the_official_runtime(official_bin, dsh_bin, base_dir):
+    script = [{"text": "R1"}, {"text": "R2"}, {"text": "SUMMARY-1"}, {"text": "SUMMARY-2"}, {"text": "R3"}]
+    prompts = [huge("P1"), huge("P2"), huge("P3")]
+    (official, official_requests), (ours, our_requests) = run_both(script, prompts, official_bin, dsh_bin, base_dir)
     assert [r.final_response for r in ours] == [r.final_response for r in official] == ["R1", "R2", "R3"]
     assert normalise(ours) == normalise(official)
-    compact = lambda requests: [bool(r["headers"].get("x-deepseek-harness-compact")) for r in requests]  # noqa: E731
-    assert compact(our_requests) == compact(official_requests) == [False, False, True, True, False]
+    assert compact_flags(our_requests) == compact_flags(official_requests) == [False, False, True, True, False]
     for ours_r, theirs_r in zip(our_requests, official_requests):
         assert ours_r["body"]["max_tokens"] == theirs_r["body"]["max_tokens"]
         shape = lambda r: [(m["role"], len(m["content"])) for m in r["body"]["messages"]]  # noqa: E731
@@ -309,17 +319,9 @@ def test_differential_compaction_when_the_reported_usage_is_small(size, compacts
     small = {"input_tokens": 100, "output_tokens": 1}
     script = [{"text": "R1", "usage": small}, {"text": "R2", "usage": small},
               {"text": "SUMMARY-1", "usage": small}, {"text": "R3", "usage": small}]
-    prompts = [p + " " + "lorem ipsum dolor sit amet " * (size // 27) for p in ("P1", "P2")] + ["P3 short"]
-    runs = {}
-    for name, binary in (("official", official_bin), ("dsh", dsh_bin)):
-        server = FakeModel(base_dir / f"fake-{name}", script)
-        try:
-            results = drive(binary, base_dir / name, server, prompts)
-            runs[name] = (results, server.requests())
-        finally:
-            server.close()
-    (official, official_requests), (ours, our_requests) = runs["official"], runs["dsh"]
+    prompts = [huge("P1", size), huge("P2", size), "P3 short"]
+    (official, official_requests), (ours, our_requests) = run_both(script, prompts, official_bin, dsh_bin, base_dir)
     assert normalise(ours) == normalise(official)
-    compact = lambda requests: [bool(r["headers"].get("x-deepseek-harness-compact")) for r in requests]  # noqa: E731
-    assert compact(our_requests) == compact(official_requests) == [False, False] + ([True, False] if compacts else [False])
+    expected = [False, False] + ([True, False] if compacts else [False])
+    assert compact_flags(our_requests) == compact_flags(official_requests) == expected
     assert [r.final_response for r in ours] == [r.final_response for r in official]
