@@ -113,6 +113,9 @@ def normalise_request(request: dict, prompts) -> dict:
 # The note after a truncated glob listing is each runtime's own prose; the
 # listing before it, the limit and the meta are compared.
 GLOB_NOTE = re.compile(r"\n\n\((?:Showing \d+ of \d+ paths|\d+ more matching files not shown)[^\n]*\)$")
+# So is the note after a truncated grep listing (where the whole listing
+# was saved); the listing, its header and the meta are compared.
+GREP_NOTE = re.compile(r"\n\n\((?:Full grep result stored at|All \d+ matching lines|\d+ more matching lines)[^\n]*\)$")
 
 
 # A re-encoded read_image copy: JPEG and WebP encoders differ byte-wise,
@@ -151,6 +154,7 @@ def mask_notes(value):
     if isinstance(value, str):
         value = JOB_ID.sub("bash-<job>", value)
         value = GLOB_NOTE.sub("\n\n(<glob truncation note>)", value)
+        value = GREP_NOTE.sub("\n\n(<grep truncation note>)", value)
         value = IMAGE_BYTES.sub(r"\1<n>\2", value)
         return DOWNSCALE_NOTE.sub(r"\1<note>)", value)
     return value
@@ -587,6 +591,7 @@ def bash(command):
     return ("bash", {"description": "Prepare", "command": command})
 
 
+TWENTY = "".join(f"l{i}\n" for i in range(1, 21))
 FS_FILES = {"notes.txt": "line one\nline two\n", "a.txt": "alpha\n", "dup.txt": "x\nx\n", "d/a.txt": "a\n",
             "empty.txt": "", "bom.txt": "\ufeffhi\n", "bin.dat": b"ab\0cd", "latin.txt": b"caf\xe9\n",
             "late_nul.txt": b"a" * 8192 + b"\0\n"}
@@ -717,6 +722,50 @@ SCENARIOS.update({
         + [{"text": "Searched."}],
         ["Search"],
         {"files": FS_FILES},
+    ),
+    # The file tools' successes: grep's match list (files in the order
+    # the official runtime walks them: depth first, each directory's
+    # entries in the reverse of the file system's order), its line cut and
+    # its limit; edit's and write's confirmations and their diffs in
+    # `tool/result.data.meta` (hunks with three lines of context).
+    "tool_file_successes": (
+        calls("fs",
+              ("grep", {"pattern": "line"}),
+              ("grep", {"pattern": "a", "path": "d"}),
+              ("grep", {"pattern": "zzz"}),
+              ("grep", {"pattern": "x", "include": "*.txt"}),
+              ("grep", {"pattern": "w"}),
+              ("grep", {"pattern": "k"}),
+              ("grep", {"pattern": "long"}),
+              ("grep", {"pattern": "w", "path": "c/a/e.txt"}),
+              ("read", {"file_path": "notes.txt"}),
+              ("edit", {"file_path": "notes.txt", "old_string": "line two", "new_string": "second\nthird"}),
+              ("read", {"file_path": "dup.txt"}),
+              ("edit", {"file_path": "dup.txt", "old_string": "x", "new_string": "y", "replace_all": True}),
+              ("edit", {"file_path": "notes.txt", "old_string": "third", "new_string": "3", "replace_all": True}),
+              ("read", {"file_path": "twenty.txt"}),
+              ("edit", {"file_path": "twenty.txt", "old_string": "l10\n", "new_string": "TEN\n"}),
+              ("edit", {"file_path": "twenty.txt", "old_string": "l2\n", "new_string": ""}),
+              ("write", {"file_path": "twenty.txt", "content": TWENTY.replace("l3\n", "X\n").replace("l18\n", "Y\n")}),
+              ("write", {"file_path": "twenty.txt", "content": "only\n"}),
+              ("write", {"file_path": "twenty.txt", "content": "only"}),
+              ("write", {"file_path": "twenty.txt", "content": "only"}),
+              ("read", {"file_path": "crlf.txt"}),
+              ("edit", {"file_path": "crlf.txt", "old_string": "b", "new_string": "B"}),
+              ("write", {"file_path": "fresh.txt", "content": "one\ntwo\n"}),
+              ("write", {"file_path": "d/deeper/new.txt", "content": ""}),
+              ("read", {"file_path": "empty.txt"}),
+              ("write", {"file_path": "empty.txt", "content": "now\n"}),
+              ("read", {"file_path": "a.txt"}),
+              ("write", {"file_path": "a.txt", "content": "alpha\nomega\n"}),
+              ("write", {"file_path": "fresh.txt", "content": ""}),
+              ("read", {"file_path": "notes.txt"}))
+        + [{"text": "Changed."}],
+        ["Change the files"],
+        {"files": {**FS_FILES, "twenty.txt": TWENTY, "crlf.txt": "a\r\nb\r\nc\r\n", "kk.txt": "k\n" * 1200,
+                   "long.txt": "long " + "y" * 2100 + "\n" + "long " + "\U0001F600" * 1200 + "\n",
+                   **{name: "w\n" for name in ["y.txt", "bb.txt", "c/d.txt", "c/a/e.txt", "a/f.txt", "zz/g.txt",
+                                               "A.txt", "_u.txt"]}}},
     ),
 })
 

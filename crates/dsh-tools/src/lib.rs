@@ -45,11 +45,12 @@
 //! Layer 1 is the bottom; a module uses only those in its layer or below
 //! (`dsh-repo-checks`' layering test holds this list to the code):
 //!
-//! 1. `mode`, `host`, `output`, `regular`, `paths`, `lines`, `html`,
-//!    `web_guard`, `foreign_job` — the permission mode; the sink for tool
-//!    events; what a call produces; regular files read to a bound; path
-//!    resolution; line splitting; HTML to text; `web_fetch`'s network
-//!    guard; jobs run outside this library
+//! 1. `mode`, `host`, `output`, `regular`, `paths`, `lines`, `diffs`,
+//!    `html`, `web_guard`, `foreign_job` — the permission mode; the sink
+//!    for tool events; what a call produces; regular files read to a
+//!    bound; path resolution; line splitting; the hunks `edit` and `write`
+//!    report; HTML to text; `web_fetch`'s network guard; jobs run outside
+//!    this library
 //! 2. `sandbox`, `beneath`, `args` — the confinement of `bash`; files
 //!    opened beneath the workspace root; arguments checked against a schema
 //! 3. `jobs`, `config` — background shell jobs; the settings a tool set
@@ -68,6 +69,7 @@ mod args;
 mod beneath;
 mod config;
 mod context;
+mod diffs;
 mod foreign_job;
 mod host;
 mod html;
@@ -127,7 +129,7 @@ pub fn sdk_tools(config: ToolsConfig) -> ToolSet {
         config.clone(),
     ))));
     set.insert(Arc::new(tools::Typed(tools::grep::Grep::new(
-        config.file_max_bytes,
+        config.clone(),
     ))));
     set.insert(Arc::new(tools::Typed(tools::jobs::JobKill::new())));
     set.insert(Arc::new(tools::Typed(tools::jobs::JobList::new())));

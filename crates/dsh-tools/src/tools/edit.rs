@@ -5,7 +5,7 @@ use crate::paths::Resolved;
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::session::Observed;
 use crate::write_guard::{change_file, changed, changed_since_read, check_mode, not_observed};
-use crate::{ToolContext, ToolOutput, paths};
+use crate::{ToolContext, ToolOutput, diffs, paths};
 use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
@@ -217,19 +217,14 @@ fn edit_file(ctx: &ToolContext, resolved: &Resolved, a: &Args, max_bytes: u64) -
         return target.failure(ctx, "write", shown, &err);
     }
     ctx.state.mark_seen(path);
-    let noun = if count == 1 {
-        "occurrence"
+    let shown = paths::display(path);
+    let text = if replace_all {
+        format!("The file {shown} has been updated. All occurrences were successfully replaced.")
     } else {
-        "occurrences"
+        format!("The file {shown} has been updated successfully.")
     };
-    ToolOutput::text(format!(
-        "Edited {}: replaced {count} {noun}.",
-        path.display()
-    ))
-    .with_meta(json!({
-        "path": paths::display(path),
-        "replacements": count,
-    }))
+    let diffs = diffs::hunks(&shown, &content, &updated);
+    ToolOutput::text(text).with_meta(json!({"path": shown, "diffs": diffs}))
 }
 
 /// Replaces the whole content of the open `file` with `content`.

@@ -5,7 +5,7 @@ use crate::paths::Resolved;
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::session::Observed;
 use crate::write_guard::{change_file, changed, changed_since_read, check_mode, not_observed};
-use crate::{ToolContext, ToolOutput, paths};
+use crate::{ToolContext, ToolOutput, diffs, paths};
 use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
@@ -74,13 +74,14 @@ impl TypedTool for Write {
             .with_error(ToolErrorCode::FsTooLarge);
         }
         let content = a.content.clone();
+        let max_bytes = self.max_bytes;
         change_file(
             ctx,
             "write",
             escalation,
             &a.file_path,
             "writing",
-            move |ctx, path| write_file(ctx, path, &content),
+            move |ctx, path| write_file(ctx, path, &content, max_bytes),
         )
         .await
     }
@@ -90,7 +91,7 @@ impl TypedTool for Write {
 /// is not a regular file (a directory, a dangling link, a device) is
 /// refused; an existing file must have been read and be unchanged since;
 /// a file the session saw must still exist.
-fn write_file(ctx: &ToolContext, resolved: &Resolved, content: &str) -> ToolOutput {
+fn write_file(ctx: &ToolContext, resolved: &Resolved, content: &str, max_bytes: u64) -> ToolOutput {
     let (path, shown) = (resolved.real.as_path(), resolved.display.as_path());
     let target = match check_mode(ctx, path) {
         Ok(target) => target,
@@ -121,6 +122,13 @@ fn write_file(ctx: &ToolContext, resolved: &Resolved, content: &str) -> ToolOutp
         }
         _ => {}
     }
+    // What the file held, for the diff the result reports (none when it
+    // cannot be read within the limit).
+    let before = exists
+        .then(|| regular::open_read(path).ok())
+        .flatten()
+        .and_then(|mut file| regular::read_bounded(&mut file, max_bytes).ok().flatten())
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     if let Err(err) = target.create_parents(path) {
         return target.failure(ctx, "create the parent directories of", shown, &err);
     }
@@ -138,16 +146,15 @@ fn write_file(ctx: &ToolContext, resolved: &Resolved, content: &str) -> ToolOutp
         Err(err) => return target.failure(ctx, "write", shown, &err),
     };
     ctx.state.mark_seen(path);
-    let shown = path.display();
-    let bytes = content.len();
-    let text = if created {
-        format!("Created {shown} ({bytes} bytes).")
+    let shown = paths::display(path);
+    let (operation, done, diffs) = if created {
+        ("create", "Created file", Vec::new())
     } else {
-        format!("Replaced the content of {shown} ({bytes} bytes).")
+        let diffs = before.map_or_else(Vec::new, |before| diffs::hunks(&shown, &before, content));
+        ("update", "Updated file", diffs)
     };
-    ToolOutput::text(text).with_meta(json!({
-        "path": paths::display(path),
-        "bytes": bytes,
-        "created": created,
-    }))
+    ToolOutput::text(format!(
+        "<path>{shown}</path>\n<type>file</type>\n<content>\n{done}\n</content>"
+    ))
+    .with_meta(json!({"operation": operation, "path": shown, "diffs": diffs}))
 }

@@ -236,7 +236,27 @@ async fn write_creates_files_and_parents() {
         ok(std::fs::read_to_string(fx.path("a/b/new.txt")), "new"),
         "hello"
     );
-    assert_eq!(some(out.meta, "meta")["created"], true);
+    let path = fx.path("a/b/new.txt");
+    assert_eq!(text(&out), write_result(&path, "Created file"));
+    assert_eq!(
+        out.meta,
+        Some(json!({"operation": "create", "path": path.to_string_lossy(), "diffs": []}))
+    );
+    // Replacing it reports an update and the changed lines.
+    fx.call("read", &read_args("a/b/new.txt")).await;
+    let updated = fx
+        .call("write", &write_args("a/b/new.txt", "hello\nworld\n"))
+        .await;
+    assert!(!updated.is_error, "{}", text(&updated));
+    assert_eq!(text(&updated), write_result(&path, "Updated file"));
+    assert_eq!(
+        updated.meta,
+        Some(json!({
+            "operation": "update",
+            "path": path.to_string_lossy(),
+            "diffs": [{"path": path.to_string_lossy(), "oldText": "hello", "newText": "hello\nworld"}]
+        }))
+    );
 }
 
 #[tokio::test]
@@ -419,7 +439,19 @@ async fn edit_replaces_a_unique_string() {
         )
         .await;
     assert!(!out.is_error, "{}", text(&out));
-    assert!(text(&out).contains("replaced 1 occurrence"));
+    let path = fx.path("code.rs");
+    let shown = path.to_string_lossy();
+    assert_eq!(
+        text(&out),
+        format!("The file {shown} has been updated successfully.")
+    );
+    assert_eq!(
+        out.meta,
+        Some(json!({
+            "path": shown,
+            "diffs": [{"path": shown, "oldText": "fn a() {}\nfn b() {}", "newText": "fn z() {}\nfn b() {}"}]
+        }))
+    );
     assert_eq!(
         ok(std::fs::read_to_string(fx.path("code.rs")), "code"),
         "fn z() {}\nfn b() {}\n"
@@ -432,6 +464,14 @@ async fn edit_replaces_a_unique_string() {
         )
         .await;
     assert!(!second.is_error, "{}", text(&second));
+    assert_eq!(
+        text(&second),
+        format!("The file {shown} has been updated successfully.")
+    );
+    assert_eq!(
+        some(second.meta, "meta")["diffs"],
+        json!([{"path": shown, "oldText": "fn z() {}\nfn b() {}", "newText": "fn z() {}\nfn y() {}"}])
+    );
 }
 
 #[tokio::test]
@@ -469,7 +509,21 @@ async fn edit_failure_modes() {
         )
         .await;
     assert!(!all.is_error, "{}", text(&all));
-    assert_eq!(some(all.meta, "meta")["replacements"], 3);
+    assert_eq!(
+        text(&all),
+        format!("The file {shown} has been updated. All occurrences were successfully replaced.")
+    );
+    assert_eq!(
+        all.meta,
+        Some(json!({
+            "path": dup.to_string_lossy(),
+            "diffs": [{
+                "path": dup.to_string_lossy(),
+                "oldText": "x = 1\nx = 1\nx = 1",
+                "newText": "x = 2\nx = 2\nx = 2"
+            }]
+        }))
+    );
     assert_eq!(
         ok(std::fs::read_to_string(fx.path("dup.txt")), "dup"),
         "x = 2\nx = 2\nx = 2\n"
@@ -528,6 +582,15 @@ async fn edit_respects_the_mode() {
         Some("FS_SANDBOX_DENIED"),
     );
     assert_eq!(ok(std::fs::read_to_string(fx.path("f.txt")), "f"), "a\n");
+}
+
+/// The text of a successful write of `path` (absolute, links resolved):
+/// `done` is "Created file" or "Updated file".
+fn write_result(path: &Path, done: &str) -> String {
+    format!(
+        "<path>{}</path>\n<type>file</type>\n<content>\n{done}\n</content>",
+        path.display()
+    )
 }
 
 fn write_args(path: &str, content: &str) -> String {
@@ -614,7 +677,14 @@ async fn links_that_stay_inside_the_workspace_still_work() {
         .call("write", &write_args("inner_link/new.txt", "one\n"))
         .await;
     assert!(!out.is_error, "{}", text(&out));
-    assert_eq!(some(out.meta.clone(), "meta")["created"], true);
+    // Results name the file itself, links resolved.
+    let real = fx.path("real/dir/new.txt");
+    let shown = real.to_string_lossy();
+    assert_eq!(text(&out), write_result(&real, "Created file"));
+    assert_eq!(
+        out.meta,
+        Some(json!({"operation": "create", "path": shown, "diffs": []}))
+    );
     assert_eq!(
         ok(std::fs::read_to_string(fx.path("real/dir/new.txt")), "new"),
         "one\n"
@@ -634,6 +704,17 @@ async fn links_that_stay_inside_the_workspace_still_work() {
         .await;
     assert!(!edited.is_error, "{}", text(&edited));
     assert_eq!(
+        text(&edited),
+        format!("The file {shown} has been updated successfully.")
+    );
+    assert_eq!(
+        edited.meta,
+        Some(json!({
+            "path": shown,
+            "diffs": [{"path": shown, "oldText": "one", "newText": "two"}]
+        }))
+    );
+    assert_eq!(
         ok(std::fs::read_to_string(fx.path("real/dir/new.txt")), "new"),
         "two\n"
     );
@@ -641,13 +722,14 @@ async fn links_that_stay_inside_the_workspace_still_work() {
         .call("write", &write_args("inner_link/new.txt", "three"))
         .await;
     assert!(!replaced.is_error, "{}", text(&replaced));
-    assert_eq!(some(replaced.meta.clone(), "meta")["created"], false);
-
-    // Results name the file itself, links resolved.
-    assert!(
-        text(&replaced).contains(&fx.path("real/dir/new.txt").display().to_string()),
-        "{}",
-        text(&replaced)
+    assert_eq!(text(&replaced), write_result(&real, "Updated file"));
+    assert_eq!(
+        replaced.meta,
+        Some(json!({
+            "operation": "update",
+            "path": shown,
+            "diffs": [{"path": shown, "oldText": "two", "newText": "three"}]
+        }))
     );
     // An absolute link that stays inside works too.
     ok(symlink(fx.path("real/dir"), fx.path("abs_link")), "symlink");

@@ -4,6 +4,7 @@
 
 use crate::common::{Fixture, js, ok, text};
 use dsh_tools::PermissionMode;
+use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -118,15 +119,18 @@ async fn devices_fifos_and_sockets_are_refused_by_every_file_tool() {
 async fn grep_walks_past_special_files() {
     let fx = Fixture::new(PermissionMode::WorkspaceWrite);
     mkfifo(&fx.path("a-fifo"));
-    let found = fx.write_file("b.txt", "needle\n");
+    fx.write_file("b.txt", "needle\n");
     let out = call(&fx, "grep", "{\"pattern\":\"needle\"}".to_owned()).await;
     assert!(!out.is_error, "{}", text(&out));
+    assert_eq!(text(&out), "Found 1 match\n\nb.txt\nLine 1: needle");
     assert_eq!(
-        text(&out),
-        format!(
-            "Found 1 match in 1 file.\n\n{}:\n  1: needle",
-            found.display()
-        )
+        out.meta,
+        Some(json!({
+            "shape": "matches",
+            "files": [{"path": "b.txt", "matches": [{"lineNumber": 1, "line": "needle"}]}],
+            "truncated": false,
+            "total": 1,
+        }))
     );
 }
 
@@ -224,17 +228,26 @@ async fn edit_refuses_a_result_above_the_limit_and_changes_nothing() {
 async fn grep_skips_a_file_whose_line_is_longer_than_the_limit_with_a_note() {
     let fx = limited(64 * 1024);
     let long = fx.write_file("a-long.txt", &"needle".repeat(20_000));
-    let short = fx.write_file("b-short.txt", "needle\n");
+    fx.write_file("b-short.txt", "needle\n");
     let out = call(&fx, "grep", "{\"pattern\":\"needle\"}".to_owned()).await;
     assert!(!out.is_error, "{}", text(&out));
     let body = text(&out);
     assert!(
         body.starts_with(&format!(
-            "Found 1 match in 1 file.\n\n{}:\n  1: needle\n\n(1 file was not searched: a line longer than 65536 bytes (set by DSH_FILE_MAX_BYTES) or a read error; e.g. {}: ",
-            short.display(),
+            "Found 1 match\n\nb-short.txt\nLine 1: needle\n\n(1 file was not searched: a line longer than 65536 bytes (set by DSH_FILE_MAX_BYTES) or a read error; e.g. {}: ",
             long.display()
         )),
         "{body}"
+    );
+    assert!(body.ends_with(".)"), "{body}");
+    assert_eq!(
+        out.meta,
+        Some(json!({
+            "shape": "matches",
+            "files": [{"path": "b-short.txt", "matches": [{"lineNumber": 1, "line": "needle"}]}],
+            "truncated": false,
+            "total": 1,
+        }))
     );
 }
 

@@ -1,7 +1,9 @@
 //! `glob` and `grep`.
 
 use crate::common::{Fixture, js, ok, some, text};
-use dsh_tools::PermissionMode;
+use dsh_tools::{PermissionMode, ToolOutput};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 fn set_mtime(path: &std::path::Path, seconds_ago: u64) {
@@ -195,6 +197,102 @@ async fn glob_and_grep_paths_as_ripgrep_sees_them() {
     );
 }
 
+/// A matching line as grep reports it: the file (relative to the
+/// workspace, the fixture's cwd), the line number and the line.
+type Hit = (String, u64, String);
+
+fn hit(file: &str, number: u64, line: &str) -> Hit {
+    (file.to_owned(), number, line.to_owned())
+}
+
+/// The files under `dir`, relative to `root`, in the order grep walks
+/// them: depth first, the entries of each directory in the reverse of
+/// the order the file system lists them.
+fn walk_order(root: &Path, dir: &Path, into: &mut Vec<String>) {
+    let mut entries: Vec<PathBuf> = ok(std::fs::read_dir(dir), "read dir")
+        .map(|entry| ok(entry, "entry").path())
+        .collect();
+    entries.reverse();
+    for path in entries {
+        if path.is_dir() {
+            walk_order(root, &path, into);
+        } else {
+            let relative = ok(path.strip_prefix(root), "relative path");
+            into.push(relative.to_string_lossy().into_owned());
+        }
+    }
+}
+
+/// `hits` with their files in the walk order of the workspace (each
+/// file's lines keep their order).
+fn in_walk_order(fx: &Fixture, mut hits: Vec<Hit>) -> Vec<Hit> {
+    let mut order = Vec::new();
+    walk_order(&fx.workspace, &fx.workspace, &mut order);
+    let position = |file: &str| some(order.iter().position(|f| f == file), file);
+    hits.sort_by_key(|(file, _, _)| position(file));
+    hits
+}
+
+/// The blocks of `hits`: per file its path then `Line N: text` per line,
+/// blocks separated by a blank line.
+fn blocks(hits: &[Hit]) -> String {
+    let mut out = String::new();
+    let mut last: Option<&str> = None;
+    for (file, number, line) in hits {
+        if last != Some(file.as_str()) {
+            if last.is_some() {
+                out.push_str("\n\n");
+            }
+            out.push_str(file);
+            last = Some(file);
+        }
+        out.push_str(&format!("\nLine {number}: {line}"));
+    }
+    out
+}
+
+/// The `files` member of the meta of `hits`.
+fn files_meta(hits: &[Hit]) -> Value {
+    let mut files: Vec<Value> = Vec::new();
+    let mut last: Option<&str> = None;
+    for (file, number, line) in hits {
+        if last != Some(file.as_str()) {
+            files.push(json!({"path": file, "matches": []}));
+            last = Some(file);
+        }
+        let entry = some(files.last_mut(), "file entry");
+        let matches = some(entry["matches"].as_array_mut(), "matches");
+        matches.push(json!({"lineNumber": number, "line": line}));
+    }
+    Value::Array(files)
+}
+
+/// The text and meta of a search that found `hits` (at most 250), in
+/// walk order.
+fn found(fx: &Fixture, hits: Vec<Hit>) -> (String, Value) {
+    let hits = in_walk_order(fx, hits);
+    let header = match hits.len() {
+        1 => "Found 1 match".to_owned(),
+        n => format!("Found {n} matches"),
+    };
+    let meta = json!({
+        "shape": "matches",
+        "files": files_meta(&hits),
+        "truncated": false,
+        "total": hits.len(),
+    });
+    (format!("{header}\n\n{}", blocks(&hits)), meta)
+}
+
+/// Asserts that `out` is the successful result of a search that found
+/// `hits`.
+fn assert_found(fx: &Fixture, out: &ToolOutput, hits: Vec<Hit>) {
+    assert!(!out.is_error, "{}", text(out));
+    let (expected, meta) = found(fx, hits);
+    assert_eq!(text(out), expected);
+    assert_eq!(out.meta, Some(meta));
+}
+
 #[tokio::test]
 async fn grep_groups_matches_by_file() {
     let fx = Fixture::new(PermissionMode::WorkspaceWrite);
@@ -202,16 +300,36 @@ async fn grep_groups_matches_by_file() {
     fx.write_file("b.txt", "nothing\nfn in text\n");
     fx.write_file("sub/c.rs", "// fn\n");
     let out = fx.call("grep", "{\"pattern\":\"^fn \\\\w+\"}").await;
-    assert!(!out.is_error);
-    let expected = format!(
-        "Found 3 matches in 2 files.\n\n{}:\n  1: fn main() {{}}\n  3: fn helper() {{}}\n\n{}:\n  2: fn in text",
-        fx.path("a.rs").display(),
-        fx.path("b.txt").display()
+    assert_found(
+        &fx,
+        &out,
+        vec![
+            hit("a.rs", 1, "fn main() {}"),
+            hit("a.rs", 3, "fn helper() {}"),
+            hit("b.txt", 2, "fn in text"),
+        ],
     );
-    assert_eq!(text(&out), expected);
-    let meta = some(out.meta, "meta");
-    assert_eq!(meta["matches"], 3);
-    assert_eq!(meta["files"], 2);
+    // Files outside the cwd are named by their absolute path.
+    let mut outside = fx.ctx();
+    outside.cwd = fx.path("sub");
+    let out = fx
+        .tools
+        .run("grep", "{\"pattern\":\"^fn\",\"path\":\"..\"}", outside)
+        .await;
+    let absolute = |name: &str| fx.path(name).display().to_string();
+    let hits = in_walk_order(
+        &fx,
+        vec![
+            hit("a.rs", 1, "fn main() {}"),
+            hit("a.rs", 3, "fn helper() {}"),
+            hit("b.txt", 2, "fn in text"),
+        ],
+    );
+    let hits: Vec<Hit> = hits
+        .into_iter()
+        .map(|(file, number, line)| (absolute(&file), number, line))
+        .collect();
+    assert_eq!(text(&out), format!("Found 3 matches\n\n{}", blocks(&hits)));
 }
 
 #[tokio::test]
@@ -220,23 +338,22 @@ async fn grep_include_filters_files() {
     fx.write_file("a.rs", "needle\n");
     fx.write_file("b.txt", "needle\n");
     fx.write_file("sub/c.rs", "needle\n");
-    let names = text(
-        &fx.call("grep", "{\"pattern\":\"needle\",\"include\":\"*.rs\"}")
-            .await,
+    let by_name = fx
+        .call("grep", "{\"pattern\":\"needle\",\"include\":\"*.rs\"}")
+        .await;
+    assert_found(
+        &fx,
+        &by_name,
+        vec![hit("a.rs", 1, "needle"), hit("sub/c.rs", 1, "needle")],
     );
-    assert!(names.contains("a.rs:") && names.contains("c.rs:"));
-    assert!(!names.contains("b.txt"));
-    let by_path = text(
-        &fx.call("grep", "{\"pattern\":\"needle\",\"include\":\"sub/*.rs\"}")
-            .await,
-    );
-    assert!(by_path.starts_with("Found 1 match in 1 file."), "{by_path}");
-    assert!(by_path.contains("c.rs:"));
-    let single = text(
-        &fx.call("grep", "{\"pattern\":\"needle\",\"path\":\"b.txt\"}")
-            .await,
-    );
-    assert!(single.contains("b.txt:\n  1: needle"));
+    let by_path = fx
+        .call("grep", "{\"pattern\":\"needle\",\"include\":\"sub/*.rs\"}")
+        .await;
+    assert_found(&fx, &by_path, vec![hit("sub/c.rs", 1, "needle")]);
+    let single = fx
+        .call("grep", "{\"pattern\":\"needle\",\"path\":\"b.txt\"}")
+        .await;
+    assert_found(&fx, &single, vec![hit("b.txt", 1, "needle")]);
 }
 
 #[tokio::test]
@@ -246,14 +363,56 @@ async fn grep_caps_at_250_matches() {
     fx.write_file("many.txt", &many);
     fx.write_file("zz.txt", "hit last\n");
     let out = fx.call("grep", "{\"pattern\":\"hit\"}").await;
+    assert!(!out.is_error, "{}", text(&out));
     let body = text(&out);
-    assert!(
-        body.starts_with("Showing the first 250 matches in 1 file; more exist."),
-        "{body}"
+    let mut all: Vec<Hit> = (0..300)
+        .map(|n| hit("many.txt", n + 1, &format!("hit {n}")))
+        .collect();
+    all.push(hit("zz.txt", 1, "hit last"));
+    let all = in_walk_order(&fx, all);
+    let shown = &all[..250];
+    // The complete listing, in the same blocks, in a private spill file.
+    let spilled = some(
+        std::fs::read_dir(&fx.spill)
+            .ok()
+            .and_then(|mut dir| dir.next())
+            .and_then(Result::ok),
+        "spill file",
     );
-    assert_eq!(body.lines().filter(|l| l.starts_with("  ")).count(), 250);
-    assert!(!body.contains("zz.txt"));
-    assert_eq!(some(out.meta, "meta")["truncated"], true);
+    assert_eq!(
+        body,
+        format!(
+            "Found 250 of 301 matches\n\n{}\n\n(All 301 matching lines, grouped by file the same way, are in {}: read it in parts or grep it; 51 are not shown here.)",
+            blocks(shown),
+            spilled.path().display()
+        )
+    );
+    assert_eq!(body.lines().filter(|l| l.starts_with("Line ")).count(), 250);
+    assert_eq!(
+        out.meta,
+        Some(json!({
+            "shape": "matches",
+            "files": files_meta(shown),
+            "truncated": true,
+            "total": 301,
+        }))
+    );
+    let full = ok(std::fs::read_to_string(spilled.path()), "read spill");
+    assert_eq!(full, format!("{}\n", blocks(&all)));
+    assert_eq!(full.lines().filter(|l| l.starts_with("Line ")).count(), 301);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = ok(spilled.metadata(), "stat").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // At the limit nothing is spilled.
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let exact: String = (0..250).map(|n| format!("hit {n}\n")).collect();
+    fx.write_file("exact.txt", &exact);
+    let out = fx.call("grep", "{\"pattern\":\"hit\"}").await;
+    let hits = (0..250)
+        .map(|n| hit("exact.txt", n + 1, &format!("hit {n}")))
+        .collect();
+    assert_found(&fx, &out, hits);
+    assert!(!fx.spill.exists());
 }
 
 #[tokio::test]
@@ -274,8 +433,13 @@ async fn grep_errors_and_empty_results() {
         "Error: grep pattern rejected by ripgrep: rg: error parsing glob '[': unclosed character class; missing ']'"
     );
     let none = fx.call("grep", "{\"pattern\":\"zzz\"}").await;
-    assert!(!none.is_error && text(&none).starts_with("No matches for /zzz/"));
+    assert!(!none.is_error, "{}", text(&none));
+    assert_eq!(text(&none), "No matches found");
+    assert_eq!(
+        none.meta,
+        Some(json!({"shape": "matches", "files": [], "truncated": false, "total": 0}))
+    );
     ok(std::fs::write(fx.path("bin.dat"), b"abc\0abc"), "bin");
-    let skipped = text(&fx.call("grep", "{\"pattern\":\"abc\"}").await);
-    assert!(!skipped.contains("bin.dat"), "{skipped}");
+    let skipped = fx.call("grep", "{\"pattern\":\"abc\"}").await;
+    assert_found(&fx, &skipped, vec![hit("a.txt", 1, "abc")]);
 }
