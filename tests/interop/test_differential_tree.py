@@ -68,6 +68,27 @@ SCENARIOS = {
             {"text": "FORK-DONE"}]}],
         {},
     ),
+    # A child interrupted by its parent while its command runs: the
+    # parent names it by the id from its `subagent` result.
+    "interrupt_child": (
+        [call("subagent", {"description": "Long one", "prompt": "TASK-LONG run the long command"}, "toolu_sub_1"),
+         {**call("interrupt_agent", {"agent_id": "{{agent:0}}"}, "toolu_int_1"), "delay_ms": 600},
+         {"text": "Interrupted it."}, {"text": "Saw it settle."}, {"text": "Spare."}],
+        [{"when": "TASK-LONG", "replies": [
+            call("bash", {"description": "Long", "command": "trap 'sleep 1; exit 143' TERM; sleep 20 & wait"}, "toolu_long_1"),
+            {"text": "CHILD-LATE"}, {"text": "CHILD-SPARE"}]}],
+        {},
+    ),
+    # A child whose turn fails after a tool step: its last reply is still
+    # reported (`subagent.finished.lastAssistantMessage`).
+    "child_error": (
+        [call("subagent", {"description": "Err one", "prompt": "TASK-ERR do it"}, "toolu_sub_1"),
+         {"text": "Delegated."}, {"text": "Saw it fail."}, {"text": "Spare."}],
+        [{"when": "TASK-ERR", "replies": [
+            call("bash", {"description": "Echo", "command": "echo hi"}, "toolu_e_1"),
+            {"error": {"code": "X", "message": "bad request", "status": 400, "request_id": "r1"}, "delay_ms": 800}]}],
+        {},
+    ),
     "background_job": (
         [call("bash", {"description": "bg", "command": "sleep 1; echo done", "run_in_background": True}, "toolu_bg_1"),
          {"text": "Started."}, {"text": "The job finished."}],
@@ -191,8 +212,20 @@ def mask_message(message: dict) -> None:
 JOB_ID = re.compile(r"bash-[0-9a-f]{16}")
 
 
-def normalise(notifications):
+def joined_argument_chunks(notifications):
+    """A streamed tool call's argument chunks as one text (and their count),
+    so a child id split across chunks is renamed like any other."""
+    for method, params in notifications:
+        if method == "session.event" and params["event"]["type"] == "assistant/message":
+            for entry in params["event"]["data"].get("stream", []):
+                if entry.get("type") == "tool-call-chunks" and isinstance(entry.get("args"), list):
+                    entry["args"] = {"text": "".join(entry["args"]), "chunks": len(entry["args"])}
+    return notifications
+
+
+def normalise(notifications, notice_races=False):
     names = aliases(notifications)
+    notifications = joined_argument_chunks(copy.deepcopy(notifications))
     notifications = json.loads(JOB_ID.sub("bash-<id>", json.dumps(rename(notifications, names))))
     per_session: dict[str, list] = {}
     parent_view: list = []
@@ -214,6 +247,9 @@ def normalise(notifications):
             parent_view.append((method, params))
     streams = {}
     parent_view = canonical_starts(parent_view)
+    if notice_races:
+        per_session["parent"] = late_notices(per_session.get("parent", []), lambda e: e["type"])
+        parent_view = late_notices(parent_view, lambda item: item[1] if item[0] == "event" else item[0])
     for sid, events in per_session.items():
         renumber = {e["seq"]: i for i, e in enumerate(events)}
         out = []
@@ -279,6 +315,38 @@ def canonical_starts(view):
     return out
 
 
+# Upstream race (README, "Compatibility"): after `interrupt_agent` the
+# official runtime takes ~20 ms between a step's end and the next
+# `step/start`, and its interrupted child settles within ~5 ms, so the
+# child's settled notice is queued before that `step/start`; dsh starts
+# the next step within a millisecond, so the notice is queued just after
+# it. Either way the notice is not in that step's request and joins the
+# history at the step after (requests are compared as they are). In the
+# scenarios that race, a notice queued right before a `step/start` is put
+# right after it, seqs staying in place.
+
+
+def late_notices(items, kind_of):
+    """Moves each notice queued just before a `step/start` (and the
+    `subagent.finished` sent with it) to just after that `step/start`."""
+    items = list(items)
+    i = 0
+    while i < len(items):
+        if kind_of(items[i]) == "agent/inbox/spliced":
+            j = i + 1
+            while j < len(items) and kind_of(items[j]) == "subagent.finished":
+                j += 1
+            if j < len(items) and kind_of(items[j]) == "step/start":
+                seqs = [item["seq"] for item in items[i:j + 1]] if isinstance(items[i], dict) else None
+                items[i:j + 1] = [items[j]] + items[i:j]
+                for k, seq in enumerate(seqs or []):  # session events: seqs stay in place
+                    items[i + k]["seq"] = seq
+                i = j + 1
+                continue
+        i += 1
+    return items
+
+
 def normalise_requests(server, names, base: Path):
     out = []
     for request in server.requests():
@@ -310,9 +378,10 @@ def assert_same_tree(ours, official) -> None:
     assert ours[3] == official[3], "provider requests"
 
 
-PROMPTS = {"fork_reports": "Fork a check", "one_child": "Delegate a greeting", "two_children": "Delegate two tasks", "background_job": "Run a job in the background"}
+PROMPTS = {"child_error": "Delegate an error", "interrupt_child": "Start and stop a child", "fork_reports": "Fork a check", "one_child": "Delegate a greeting", "two_children": "Delegate two tasks", "background_job": "Run a job in the background"}
 KEPT = set(PROMPTS.values()) | {"CHILD-OK", "SLOW-DONE", "FAST-DONE", "REPORT-1", "FORK-DONE"}
-TURNS = {"fork_reports": 3, "one_child": 2, "two_children": 3, "background_job": 2}
+NOTICE_RACES = {"interrupt_child"}
+TURNS = {"child_error": 2, "interrupt_child": 1, "fork_reports": 3, "one_child": 2, "two_children": 3, "background_job": 2}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -324,7 +393,7 @@ def test_same_tree_as_the_official_runtime(name, official_bin, dsh_bin, fake_mod
         base = base_dir / who
         notifications = run_tree(binary, base, server, PROMPTS[name], parent_turns_ended(TURNS[name]), **copy.deepcopy(options))
         notifications = json.loads(json.dumps(notifications).replace(str(base), "<base>"))
-        streams, view, statuses, names = normalise(notifications)
+        streams, view, statuses, names = normalise(notifications, notice_races=name in NOTICE_RACES)
         runs[who] = (streams, view, statuses, normalise_requests(server, names, base))
         # Kept beside the run for diffing a failure.
         (base_dir / f"{who}.norm.json").write_text(json.dumps(runs[who], indent=1, default=str))

@@ -27,7 +27,9 @@
 //! Every request is recorded (API keys redacted to their length).
 //! `{{goal}}` in a reply's tool-call arguments stands for the last goal id
 //! (`goal-<uuid>`) the request body shows, `{{job}}` for the last job id
-//! (`bash-<16 hex>` or `workflow-<16 hex>`).
+//! (`bash-<16 hex>` or `workflow-<16 hex>`), `{{agent:N}}` for the id of
+//! the N-th subagent (from 0) whose `started subagent <id>` result it
+//! shows.
 //!
 //! A scenario's `agents` scripts answer concurrent agents: a request is
 //! answered from the first `agents` entry whose `when` occurs in one of its
@@ -207,6 +209,7 @@ async fn handle(
         if let Some(job) = dsh_llm::scripted::last_job_id(&body) {
             reply.substitute_job_id(job);
         }
+        reply.substitute_agent_ids(&dsh_llm::scripted::started_agent_ids(&body));
     }
     let Some(reply) = reply else {
         return Ok(plain(

@@ -36,15 +36,17 @@ pub(crate) fn settled(core: &Core) {
         return;
     };
     let stop = SubagentStopReason::of(&reason);
-    // Only a reply that ended the turn is the child's last word (after an
-    // error or an interrupt there is none, as the official runtime says).
-    let last = match stop {
-        SubagentStopReason::Completed | SubagentStopReason::MaxTokens => last,
-        _ => Vec::new(),
+    // `lastAssistantMessage` is the child's last reply whatever ended its
+    // turn (after an error or an interrupt too, as the official runtime
+    // sends it); only a reply that ended the turn is its closing word in
+    // the notice.
+    let closing_reply: &[Value] = match stop {
+        SubagentStopReason::Completed | SubagentStopReason::MaxTokens => &last,
+        _ => &[],
     };
     let status = stop.status(core.profile.max_tokens_as_success);
     let summary = prose::subagent_settled_summary(&core.id, stop);
-    let closing: String = last
+    let closing: String = closing_reply
         .iter()
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
         .filter_map(|b| b.get("text").and_then(Value::as_str))

@@ -66,7 +66,7 @@ mod select;
 mod stream;
 
 pub use failure::ScriptedError;
-pub use placeholders::{last_goal_id, last_job_id};
+pub use placeholders::{last_goal_id, last_job_id, started_agent_ids};
 pub use provider::ScriptedProvider;
 pub use scenario::{
     AgentScript, Block, Hostile, Reply, Scenario, ScenarioError, ScriptedUsage, Stop, Text,

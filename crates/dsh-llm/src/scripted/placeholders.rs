@@ -18,18 +18,33 @@ pub(super) fn substitute_agent_ids(reply: &mut Reply, messages: &[Arc<Message>])
         .iter()
         .filter_map(|m| match m.as_ref() {
             Message::Tool(t) => text_of(&t.content)
-                .find_map(|text| text.strip_prefix("started subagent "))
+                .find_map(|text| text.strip_prefix(STARTED))
                 .map(str::trim),
             _ => None,
         })
         .collect();
-    reply.edit_arguments(&mut |text| {
-        if text.contains(AGENT_PLACEHOLDER) {
-            for (n, id) in ids.iter().enumerate() {
-                *text = text.replace(&format!("{AGENT_PLACEHOLDER}{n}}}}}"), id);
-            }
+    reply.substitute_agent_ids(&ids);
+}
+
+/// How a `subagent` tool result names the child it started.
+const STARTED: &str = "started subagent ";
+
+/// The ids of the subagents `text` (a request body) shows started, in
+/// order, each once: what follows every `started subagent ` up to the
+/// first character that cannot be part of an id.
+pub fn started_agent_ids(text: &str) -> Vec<&str> {
+    let mut ids: Vec<&str> = Vec::new();
+    for (at, _) in text.match_indices(STARTED) {
+        let rest = &text[at + STARTED.len()..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(rest.len());
+        let id = &rest[..end];
+        if !id.is_empty() && !ids.contains(&id) {
+            ids.push(id);
         }
-    });
+    }
+    ids
 }
 
 /// What a scripted tool call writes for "the id of the session's latest
@@ -54,6 +69,18 @@ pub fn last_goal_id(text: &str) -> Option<&str> {
 }
 
 impl Reply {
+    /// Replaces every `{{agent:N}}` in the reply's tool-call arguments with
+    /// `ids[N]` (a placeholder past the list is left as written).
+    pub fn substitute_agent_ids(&mut self, ids: &[&str]) {
+        self.edit_arguments(&mut |text| {
+            if text.contains(AGENT_PLACEHOLDER) {
+                for (n, id) in ids.iter().enumerate() {
+                    *text = text.replace(&format!("{AGENT_PLACEHOLDER}{n}}}}}"), id);
+                }
+            }
+        });
+    }
+
     /// Replaces every `{{goal}}` in the reply's tool-call arguments with
     /// `goal_id`.
     pub fn substitute_goal_id(&mut self, goal_id: &str) {
@@ -193,6 +220,12 @@ mod tests {
             arguments,
             Some(json!({"to": "child-b", "all": ["child-a and child-b", 2]}))
         );
+    }
+
+    #[test]
+    fn started_agent_ids_are_read_from_a_request_body_in_order_once() {
+        let body = r#"{"messages":[{"content":"started subagent 1f0c-aa_9"},{"content":"started subagent b2\n"},{"content":"started subagent 1f0c-aa_9"},{"content":"started subagent "}]}"#;
+        assert_eq!(started_agent_ids(body), ["1f0c-aa_9", "b2"]);
     }
 
     /// The arguments of a reply's first tool call.

@@ -145,6 +145,8 @@ codes! {
         ToolOutcomeUnknown = "TOOL_OUTCOME_UNKNOWN",
         /// The call was never dispatched.
         ToolNotStarted = "TOOL_NOT_STARTED",
+        /// The call was stopped because its turn was interrupted.
+        Aborted = "ABORTED",
         /// The agent named is not one this agent may address.
         NotResumable = "NOT_RESUMABLE",
         /// The agent may not do this to the agent named (itself, another
@@ -207,6 +209,7 @@ impl ToolErrorCode {
             Self::SessionLogUnwritable => "SessionLogError",
             Self::ToolOutcomeUnknown => "ToolOutcomeUnknownError",
             Self::ToolNotStarted => "ToolNotStartedError",
+            Self::Aborted => "AbortError",
             Self::NotResumable | Self::Unauthorized | Self::ActivationLimitReached => {
                 "SubagentError"
             }

@@ -31,6 +31,21 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// What an aborted call's result and its job's settlement say.
+pub(crate) const ABORTED: &str = "tool call aborted";
+
+/// How long an aborted call's command has between SIGTERM and SIGKILL.
+const ABORT_GRACE: Duration = Duration::from_secs(2);
+
+/// Why a job was stopped on request.
+#[derive(Debug, Clone)]
+enum Stop {
+    /// Killed (`job_kill`, shutdown), with the reason shown.
+    Kill(String),
+    /// Its call was aborted.
+    Abort,
+}
+
 /// How a job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -38,19 +53,34 @@ pub(crate) enum Outcome {
     Exited(i32),
     /// The command died of this signal without anyone asking.
     Signaled(i32),
-    /// The job was killed on request (job_kill, cancellation, shutdown).
+    /// The job was killed on request (job_kill, shutdown).
     Killed(String),
+    /// The call that ran it in the foreground was aborted (its turn was
+    /// interrupted): the group got SIGTERM (and SIGKILL after a grace) and
+    /// the job settled at once.
+    Aborted,
     /// The command could not run: spawn failure or sandbox refusal.
     Failed(String),
 }
 
 impl Outcome {
     /// `job/settled.status`: a finished command is `completed` whatever its
-    /// exit code; anything that stopped it early is `failed`.
+    /// exit code; one whose call was aborted is `killed`; anything else
+    /// that stopped it early is `failed`.
     pub(crate) fn status(&self) -> JobStatus {
         match self {
             Outcome::Exited(_) => JobStatus::Completed,
+            Outcome::Aborted => JobStatus::Killed,
             _ => JobStatus::Failed,
+        }
+    }
+
+    /// `job/settled.cause`: `kill` for an aborted call, as the official
+    /// runtime writes it, else the job's own end.
+    pub(crate) fn cause(&self) -> SettleCause {
+        match self {
+            Outcome::Aborted => SettleCause::Kill,
+            _ => SettleCause::Producer,
         }
     }
 
@@ -62,6 +92,7 @@ impl Outcome {
                 format!("killed by signal: {}", signal_name(*signal))
             }
             Outcome::Killed(reason) => format!("killed: {reason}"),
+            Outcome::Aborted => format!("signal: SIGTERM; {ABORTED}"),
             Outcome::Failed(text) => text.clone(),
         }
     }
@@ -138,7 +169,10 @@ pub(crate) struct Job {
     pgid: Mutex<Option<i32>>,
     stdout: Mutex<Capture>,
     stderr: Mutex<Capture>,
-    kill_reason: Mutex<Option<String>>,
+    /// Why the job was stopped on request (the first request wins).
+    kill_reason: Mutex<Option<Stop>>,
+    /// Whether the waiter has reaped the command's process.
+    exited: AtomicBool,
     log: Mutex<LogFile>,
     /// Set when the session quota refused the `.log` file.
     over_quota: AtomicBool,
@@ -181,6 +215,7 @@ impl Job {
             stderr: Mutex::new(Capture::new(limits, quota.clone())),
             quota,
             kill_reason: Mutex::new(None),
+            exited: AtomicBool::new(false),
             log: Mutex::new(LogFile::Unopened),
             over_quota: AtomicBool::new(false),
             end: watch::Sender::new(None),
@@ -209,7 +244,7 @@ impl Job {
             job: self.registered(),
             finished_at: end.finished_at,
             status: end.outcome.status(),
-            cause: SettleCause::Producer,
+            cause: end.outcome.cause(),
             producer_reported: true,
             detail: end.outcome.detail(),
         }
@@ -299,7 +334,8 @@ impl Job {
         }
         let outcome = match (lock(&self.kill_reason).clone(), outcome) {
             (_, Outcome::Failed(text)) => Outcome::Failed(text),
-            (Some(reason), _) => Outcome::Killed(reason),
+            (Some(Stop::Kill(reason)), _) => Outcome::Killed(reason),
+            (Some(Stop::Abort), _) => Outcome::Aborted,
             (None, other) => other,
         };
         let end = JobEnd {
@@ -340,11 +376,43 @@ impl Job {
     /// is already gone.
     pub(crate) fn kill(&self, reason: &str) {
         if self.end().is_none() {
-            lock(&self.kill_reason).get_or_insert_with(|| reason.to_owned());
+            lock(&self.kill_reason).get_or_insert_with(|| Stop::Kill(reason.to_owned()));
         }
         if let Some(pgid) = self.pgid() {
             kill_group(pgid);
         }
+    }
+
+    /// Stops the job because the call that runs it was aborted, as the
+    /// official runtime does: SIGTERM to the process group and the job
+    /// settled at once as [`Outcome::Aborted`] (unless it had ended or was
+    /// being killed already). A command still running [`ABORT_GRACE`] later
+    /// gets SIGKILL.
+    pub(crate) fn abort(self: &Arc<Self>, host: &dyn ToolHost) {
+        if self.end().is_none() {
+            lock(&self.kill_reason).get_or_insert(Stop::Abort);
+        }
+        let Some(pgid) = self.pgid() else {
+            return;
+        };
+        if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::TERM);
+        }
+        self.finish(Outcome::Aborted, host);
+        let job = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(ABORT_GRACE).await;
+            // Until the waiter has reaped the group's leader its id cannot
+            // be reused, so the group signalled is still the command's.
+            if !job.exited.load(Ordering::Acquire) {
+                kill_group(pgid);
+            }
+        });
+    }
+
+    /// Records that the command's process has been reaped.
+    pub(crate) fn set_exited(&self) {
+        self.exited.store(true, Ordering::Release);
     }
 
     /// Output snapshot for rendering: lossy text of both streams, whether

@@ -7,7 +7,7 @@ pub(crate) mod render;
 mod spawn;
 mod spill;
 
-pub(crate) use job::{Job, JobEnd, Outcome, kill_group, lock, now_ms};
+pub(crate) use job::{ABORTED, Job, JobEnd, Outcome, kill_group, lock, now_ms};
 pub use quota::{
     DEFAULT_SPILL_MAX_BYTES, DEFAULT_SPILL_SESSION_MAX_BYTES, KEEP_TOOL_OUTPUT_VAR,
     SPILL_MAX_BYTES_VAR, SPILL_SESSION_MAX_BYTES_VAR, SpillLimits,

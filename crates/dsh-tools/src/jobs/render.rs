@@ -1,6 +1,6 @@
 //! The text of a `bash` result: output, then status markers.
 
-use super::job::{Job, Outcome, signal_name};
+use super::job::{ABORTED, Job, Outcome, signal_name};
 use super::quota::{SPILL_MAX_BYTES_VAR, SPILL_SESSION_MAX_BYTES_VAR};
 use crate::PermissionMode;
 use std::sync::Arc;
@@ -80,6 +80,7 @@ pub(crate) fn render(
         }
         match outcome {
             Outcome::Killed(reason) => markers.push(format!("[stopped: {reason}]")),
+            Outcome::Aborted => markers.push(format!("[stopped: {ABORTED}]")),
             Outcome::Signaled(signal) => {
                 markers.push(format!("[killed by signal: {}]", signal_name(*signal)))
             }

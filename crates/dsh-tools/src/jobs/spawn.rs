@@ -48,6 +48,7 @@ pub(crate) fn start(
     let job = job.clone();
     tokio::spawn(async move {
         let status = child.wait().await;
+        job.set_exited();
         let pumps: Vec<_> = stdout.into_iter().chain(stderr).collect();
         let aborts: Vec<_> = pumps.iter().map(|task| task.abort_handle()).collect();
         let drained = async {

@@ -4,12 +4,12 @@
 use super::{TypedTool, boolean, justification, number, sandbox_permissions, spec, string};
 use crate::approval::check_escalation;
 use crate::jobs::{
-    self, Job, JobEnd, Outcome, SpillTarget,
+    self, ABORTED, Job, JobEnd, Outcome, SpillTarget,
     render::{WhenSilent, render_off_worker},
 };
 use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
-use dsh_protocol::catalog::ToolEvent;
 use dsh_protocol::catalog::ToolSpec;
+use dsh_protocol::catalog::{ToolErrorCode, ToolEvent};
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
@@ -180,11 +180,9 @@ impl Bash {
                 return ToolOutput::text(text).with_meta(with_job(meta, &job.id));
             }
             () = ctx.cancel.cancelled() => {
-                job.kill("cancelled");
-                let end = job.wait(None).await;
-                let mut out = finished(&job, end, meta).await;
-                out.is_error = true;
-                return out;
+                job.abort(ctx.host.as_ref());
+                return ToolOutput::failure(format!("Error: {ABORTED}"))
+                    .with_error(ToolErrorCode::Aborted);
             }
         };
         finished(&job, end, meta).await

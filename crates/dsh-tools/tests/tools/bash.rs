@@ -226,39 +226,64 @@ async fn run_in_background_returns_at_once() {
     assert!(text(&waited).ends_with("late\n"), "{}", text(&waited));
 }
 
-#[tokio::test]
-async fn cancellation_kills_the_command() {
-    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+/// Runs `command` and cancels the call once the job runs and a process
+/// whose command line holds `marker` is alive; returns the result.
+async fn cancelled_run(fx: &Fixture, command: &str, marker: &'static str) -> dsh_tools::ToolOutput {
     let cancel = CancellationToken::new();
     let host = fx.host.clone();
     let trigger = cancel.clone();
     let canceller = tokio::spawn(async move {
         wait_until("the job to start", || {
-            !live_processes("7761.5").is_empty() && !host.of_kind("job/registered").is_empty()
+            !live_processes(marker).is_empty() && !host.of_kind("job/registered").is_empty()
         })
         .await;
         trigger.cancel();
     });
-    let ctx = fx.ctx_with(cancel);
-    let out = fx
-        .tools
-        .run(
-            "bash",
-            "{\"description\":\"d\",\"command\":\"sleep 7761.5\"}",
-            ctx,
-        )
-        .await;
+    let arguments = serde_json::json!({"description": "d", "command": command}).to_string();
+    let out = fx.tools.run("bash", &arguments, fx.ctx_with(cancel)).await;
     ok(canceller.await, "canceller");
+    out
+}
+
+#[tokio::test]
+async fn cancellation_aborts_the_call_and_stops_the_command() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let out = cancelled_run(&fx, "sleep 7761.5", "7761.5").await;
+    // The official aborted-call result: the text, the error class and code,
+    // no meta; the job settled at once as killed.
     assert!(out.is_error);
-    assert!(
-        text(&out).ends_with("[stopped: cancelled]"),
-        "{}",
-        text(&out)
+    assert_eq!(text(&out), "Error: tool call aborted");
+    assert_eq!(
+        serde_json::to_value(&out.error).unwrap_or_default(),
+        serde_json::json!({"name": "AbortError", "code": "ABORTED"})
     );
+    assert!(out.meta.is_none());
     let settled = fx.host.of_kind("job/settled");
-    assert_eq!(settled[0]["status"], "failed");
-    assert_eq!(settled[0]["detail"], "killed: cancelled");
+    assert_eq!(settled.len(), 1);
+    assert_eq!(settled[0]["status"], "killed");
+    assert_eq!(settled[0]["cause"], "kill");
+    assert_eq!(settled[0]["detail"], "signal: SIGTERM; tool call aborted");
     wait_until("the process to go", || live_processes("7761.5").is_empty()).await;
+    // The command's own exit later settles nothing more.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(fx.host.of_kind("job/settled").len(), 1);
+}
+
+#[tokio::test]
+async fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
+    let fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let out = cancelled_run(&fx, "trap '' TERM; sleep 7763.5; true", "7763.5").await;
+    assert_eq!(text(&out), "Error: tool call aborted");
+    // SIGTERM is ignored, so the process outlives the result, and is gone
+    // once the grace (2 s) has passed.
+    assert!(
+        !live_processes("7763.5").is_empty(),
+        "stopped by SIGTERM alone"
+    );
+    wait_until("SIGKILL after the grace", || {
+        live_processes("7763.5").is_empty()
+    })
+    .await;
 }
 
 #[tokio::test]
