@@ -69,11 +69,14 @@ SCENARIOS = {
         {},
     ),
     # A child interrupted by its parent while its command runs: the
-    # parent names it by the id from its `subagent` result.
+    # parent lists it running, names it by the id from its `subagent`
+    # result, and lists it again once it has settled.
     "interrupt_child": (
         [call("subagent", {"description": "Long one", "prompt": "TASK-LONG run the long command"}, "toolu_sub_1"),
-         {**call("interrupt_agent", {"agent_id": "{{agent:0}}"}, "toolu_int_1"), "delay_ms": 600},
-         {"text": "Interrupted it."}, {"text": "Saw it settle."}, {"text": "Spare."}],
+         {**call("list_agents", {}, "toolu_list_1"), "delay_ms": 600},
+         call("interrupt_agent", {"agent_id": "{{agent:0}}"}, "toolu_int_1"),
+         {"text": "Interrupted it."}, call("list_agents", {}, "toolu_list_2"), {"text": "Saw it settle."},
+         {"text": "Spare."}],
         [{"when": "TASK-LONG", "replies": [
             call("bash", {"description": "Long", "command": "trap 'sleep 1; exit 143' TERM; sleep 20 & wait"}, "toolu_long_1"),
             {"text": "CHILD-LATE"}, {"text": "CHILD-SPARE"}]}],
