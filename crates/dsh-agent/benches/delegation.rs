@@ -156,6 +156,7 @@ fn parent(model: &str, clock: &Arc<Clock>, workspace: PathBuf) -> Agent {
         tools: Arc::new(dsh_tools::sdk_tools(dsh_tools::ToolsConfig::new(workspace))),
         sessions: Some(Arc::new(Host(Arc::clone(clock)))),
         lineage: Lineage::default(),
+        approvals: Default::default(),
     };
     Agent::create(config, Start::New)
 }

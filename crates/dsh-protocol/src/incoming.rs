@@ -11,9 +11,9 @@ pub enum Incoming {
     /// unanswered, and a client waiting on that id would wait forever).
     Invalid(InvalidLine),
     /// `id` is a string or number but there is no string `method`: a response
-    /// to a runtime-originated request. The runtime originates none, so these
-    /// are dropped.
-    Response(RequestId),
+    /// to a runtime-originated request (`approval/request`); any other is
+    /// dropped.
+    Response(ClientResponse),
     /// `method` is a string and `id` is absent or not a string/number. No
     /// client notification is handled; they are dropped without an answer.
     Notification(String),
@@ -30,6 +30,17 @@ pub enum Ignored {
     NotAnObject,
     /// An object with neither a usable `id` nor a string `method`.
     NoIdNoMethod,
+}
+
+/// A client's response to a request the runtime sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientResponse {
+    /// The id of the runtime's request.
+    pub id: RequestId,
+    /// `result`, when present.
+    pub result: Option<Value>,
+    /// `error`, when present.
+    pub error: Option<Value>,
 }
 
 /// A request the runtime must answer.
@@ -104,7 +115,11 @@ pub fn classify(line: &[u8]) -> Incoming {
             };
             Incoming::Request(Request { id, method, params })
         }
-        (Some(id), None) => Incoming::Response(id),
+        (Some(id), None) => Incoming::Response(ClientResponse {
+            id,
+            result: object.remove("result"),
+            error: object.remove("error"),
+        }),
         (None, Some(method)) => Incoming::Notification(method),
         (None, None) => Incoming::Ignored(Ignored::NoIdNoMethod),
     }
@@ -178,7 +193,11 @@ mod tests {
         );
         assert_eq!(
             classify(br#"{"jsonrpc":"2.0","id":"unknown-id","result":{}}"#),
-            Incoming::Response(RequestId::Str("unknown-id".into()))
+            Incoming::Response(ClientResponse {
+                id: RequestId::Str("unknown-id".into()),
+                result: Some(json!({})),
+                error: None,
+            })
         );
         // No jsonrpc member: still a request.
         assert_eq!(request(r#"{"id":8,"method":"nope"}"#).method, "nope");

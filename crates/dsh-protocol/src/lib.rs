@@ -71,7 +71,7 @@ pub mod surrogates;
 
 pub use id::RequestId;
 pub use id_scan::recover_id;
-pub use incoming::{Ignored, Incoming, InvalidLine, Request, classify};
+pub use incoming::{ClientResponse, Ignored, Incoming, InvalidLine, Request, classify};
 pub use outgoing::{INTERNAL_ERROR, Outgoing};
 pub use reader::LineReader;
 pub use rope::{JsonRope, SHARE_MIN, to_rope, to_rope_sharing};

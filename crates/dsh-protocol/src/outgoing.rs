@@ -44,6 +44,14 @@ struct ErrorObject<'a> {
 }
 
 #[derive(Serialize)]
+struct RequestFrame<'a, T> {
+    jsonrpc: &'static str,
+    id: &'a str,
+    method: &'a str,
+    params: &'a T,
+}
+
+#[derive(Serialize)]
 struct NotificationFrame<'a, T> {
     jsonrpc: &'static str,
     method: &'a str,
@@ -90,6 +98,22 @@ impl Outgoing {
     pub fn notification<T: Serialize>(method: &str, params: &T) -> Result<Self, serde_json::Error> {
         let frame = NotificationFrame {
             jsonrpc: "2.0",
+            method,
+            params,
+        };
+        serde_json::to_vec(&frame).map(Self::finish)
+    }
+
+    /// `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`: a request of the
+    /// runtime to its client (`approval/request`).
+    pub fn request<T: Serialize>(
+        id: &str,
+        method: &str,
+        params: &T,
+    ) -> Result<Self, serde_json::Error> {
+        let frame = RequestFrame {
+            jsonrpc: "2.0",
+            id,
             method,
             params,
         };

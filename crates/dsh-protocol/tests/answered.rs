@@ -194,7 +194,7 @@ proptest! {
         };
         let classified = match classify(line.as_bytes()) {
             Incoming::Request(request) => Some(request.id),
-            Incoming::Response(id) => Some(id),
+            Incoming::Response(response) => Some(response.id),
             Incoming::Notification(_) => None,
             other => return Err(TestCaseError::fail(format!("{other:?}: {line}"))),
         };

@@ -1,6 +1,6 @@
 use dsh_agent::WorkingDirectoryError;
 use dsh_llm::RouteError;
-use dsh_protocol::methods::ParamError;
+use dsh_protocol::methods::{ExtensionError, ParamError};
 use dsh_session::LogUnwritable;
 use dsh_session::attachments::AdmitError;
 use dsh_session::store::StoreError;
@@ -21,6 +21,9 @@ pub enum RpcError {
     /// A parameter failed validation; the text says which and how.
     #[error(transparent)]
     InvalidParams(#[from] ParamError),
+    /// An extension's parameter failed validation.
+    #[error(transparent)]
+    InvalidExtension(#[from] ExtensionError),
     /// A prompt's image block cannot be admitted.
     #[error(transparent)]
     Attachment(#[from] AdmitError),

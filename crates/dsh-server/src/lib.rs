@@ -14,8 +14,9 @@
 //! Layer 1 is the bottom; a module uses only those in its layer or below
 //! (`dsh-repo-checks`' layering test holds this list to the code):
 //!
-//! 1. `publish`, `error` — the notifications agents publish; the one error
-//!    type every request fails with
+//! 1. `publish`, `error`, `client` — the notifications agents publish; the
+//!    one error type every request fails with; the requests the runtime
+//!    sends its client
 //! 2. `state` — what the server is built from, its committed route and its
 //!    session registry
 //! 3. `children` — the server as its agents' session host
@@ -25,6 +26,7 @@
 //! 7. `serve` — the request loop: reads lines and runs each request
 
 mod children;
+mod client;
 mod error;
 mod handlers;
 mod method;

@@ -6,8 +6,8 @@ use crate::handlers::{initialize, prompt, session, working_directory};
 use crate::server::Server;
 use dsh_protocol::Request;
 use dsh_protocol::methods::{
-    EmptyResult, INITIALIZE, SESSION_PROMPT, SESSION_RESUME, SESSION_WAIT, SHUTDOWN,
-    WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
+    EmptyResult, INITIALIZE, SESSION_CANCEL, SESSION_PROMPT, SESSION_RESUME, SESSION_WAIT,
+    SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
 };
 
 /// A client → runtime method.
@@ -27,6 +27,8 @@ pub enum Method {
     SetWorkingDirectory,
     /// `shutdown`.
     Shutdown,
+    /// `session/cancel` (dsh's extension).
+    Cancel,
 }
 
 /// How the request loop runs a request.
@@ -58,6 +60,7 @@ impl Method {
             WORKING_DIRECTORY_GET => Self::GetWorkingDirectory,
             WORKING_DIRECTORY_SET => Self::SetWorkingDirectory,
             SHUTDOWN => Self::Shutdown,
+            SESSION_CANCEL => Self::Cancel,
             other => return Err(RpcError::UnknownMethod(other.to_owned())),
         })
     }
@@ -65,9 +68,12 @@ impl Method {
     /// How requests of this method run.
     pub fn run_mode(self) -> RunMode {
         match self {
-            Self::Initialize | Self::GetWorkingDirectory | Self::SetWorkingDirectory => {
-                RunMode::Inline
-            }
+            // A cancel is handled before the next line is read: a prompt
+            // sent after it is not cancelled by it.
+            Self::Initialize
+            | Self::GetWorkingDirectory
+            | Self::SetWorkingDirectory
+            | Self::Cancel => RunMode::Inline,
             Self::Prompt => RunMode::Acknowledged,
             // A wait lasts until the session is idle; a resume reads a log
             // of any size. Neither may hold up the requests after it.
@@ -87,6 +93,7 @@ pub async fn dispatch(server: &Server, method: Method, request: Request) {
         Method::Wait => session::wait(server, params, |result| server.respond(&id, result)).await,
         Method::GetWorkingDirectory => server.respond(&id, working_directory::get(server, params)),
         Method::SetWorkingDirectory => server.respond(&id, working_directory::set(server, params)),
+        Method::Cancel => server.respond(&id, session::cancel(server, params)),
         // The request loop has shut the server down.
         Method::Shutdown => server.respond(&id, Ok(EmptyResult {})),
     }

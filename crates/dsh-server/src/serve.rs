@@ -4,6 +4,7 @@
 use crate::method::{Method, RunMode, dispatch};
 use crate::server::Server;
 use dsh_protocol::{Incoming, LineReader, Request, classify};
+use dsh_tools::ApproverAnswer;
 use tokio::io::AsyncRead;
 use tokio::task::JoinSet;
 
@@ -26,6 +27,12 @@ pub enum Exit {
 pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::Result<Exit> {
     let mut concurrent = JoinSet::new();
     let shutdown = serve_lines(server, input, &mut concurrent).await;
+    // No answer can come any more: every approval waiting for one is
+    // decided without it (the call does not run).
+    server.inner().client.close(match &shutdown {
+        Ok(Some(_)) => ApproverAnswer::Cancelled,
+        _ => ApproverAnswer::Unavailable("the client closed its input".to_owned()),
+    });
     server.shutdown();
     while concurrent.join_next().await.is_some() {}
     match shutdown? {
@@ -54,6 +61,12 @@ async fn serve_lines<R: AsyncRead + Unpin>(
             Incoming::Request(request) => request,
             Incoming::Invalid(invalid) => {
                 server.inner().writer.send(invalid.answer());
+                continue;
+            }
+            Incoming::Response(response) => {
+                if !server.inner().client.resolve(response) {
+                    tracing::debug!("a response to no waiting request was dropped");
+                }
                 continue;
             }
             other => {

@@ -60,6 +60,7 @@ impl Server {
             tools: Arc::clone(&self.inner.config.tools),
             sessions: Some(Arc::new(ChildHost(Arc::downgrade(&self.inner)))),
             lineage: Lineage::default(),
+            approvals: init.approvals.for_root(id),
         }
     }
 

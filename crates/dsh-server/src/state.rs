@@ -3,16 +3,19 @@
 //! [`Server`](crate::server::Server) and, weakly, by its agents'
 //! [`ChildHost`](crate::children::ChildHost).
 
+use crate::client::{ClientChannel, RootApprover};
 use crate::publish::Publisher;
 use dsh_agent::{Agent, Profile};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
 use dsh_protocol::FrameWriter;
+use dsh_protocol::methods::ApprovalRules;
 use dsh_session::store::{Encoding, SessionStore};
-use dsh_tools::ToolSet;
+use dsh_tools::{Approvals, Approver, ToolSet};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// What the process-wide server is built from.
 pub struct ServerConfig {
@@ -39,6 +42,32 @@ pub(crate) struct Initialized {
     pub route: Route,
     pub provider: Arc<dyn Provider>,
     pub cwd: PathBuf,
+    pub approvals: ApprovalSettings,
+}
+
+/// How the sessions created after an `initialize` decide requests for
+/// wider access.
+#[derive(Clone, Default)]
+pub(crate) struct ApprovalSettings {
+    pub rules: ApprovalRules,
+    /// The client's channel, when it declared `approvals`.
+    pub client: Option<Arc<ClientChannel>>,
+    /// `None` waits for ever.
+    pub timeout: Option<Duration>,
+}
+
+impl ApprovalSettings {
+    /// The approvals of the root session `root` (its subagents ask
+    /// through it).
+    pub(crate) fn for_root(&self, root: &str) -> Arc<Approvals> {
+        let approver = self.client.as_ref().map(|channel| {
+            Arc::new(RootApprover {
+                root: root.to_owned(),
+                channel: Arc::clone(channel),
+            }) as Arc<dyn Approver>
+        });
+        Arc::new(Approvals::new(self.rules.clone(), approver, self.timeout))
+    }
 }
 
 /// The open sessions and what the process has committed to.
@@ -54,6 +83,8 @@ pub(crate) struct Registry {
 /// Everything the server shares with the agents it runs.
 pub(crate) struct ServerInner {
     pub writer: FrameWriter,
+    /// The runtime's requests to its client.
+    pub client: Arc<ClientChannel>,
     pub config: ServerConfig,
     muted: Arc<AtomicBool>,
     state: Mutex<Registry>,
@@ -63,6 +94,7 @@ impl ServerInner {
     /// The state of a server writing frames to `writer`.
     pub(crate) fn new(config: ServerConfig, writer: FrameWriter) -> Self {
         Self {
+            client: Arc::new(ClientChannel::new(writer.clone())),
             writer,
             config,
             muted: Arc::new(AtomicBool::new(false)),

@@ -1,29 +1,184 @@
 //! Requests for another sandbox (`sandbox_permissions`, with its
-//! `justification`). No approver exists in the SDK profiles, so every
-//! request for wider access fails closed. The checks, their order and their
-//! texts are the official runtime's, as observed:
+//! `justification`). The checks, their order and their texts are the
+//! official runtime's, as observed:
 //!
 //! - `sandbox_permissions` equal to the session's mode: nothing to check;
 //! - otherwise a `justification` is required and must not be blank;
 //! - a narrower mode is refused (it is not an escalation);
 //! - a wider mode is asked for (`approval/asked`, reason
-//!   `escalate sandbox to <mode>: <justification>`), decided `unavailable`,
-//!   and refused;
+//!   `escalate sandbox to <mode>: <justification>`);
 //! - a non-blank `justification` without `sandbox_permissions` is refused.
+//!
+//! Who decides a request for a wider mode (dsh's extension, issue 27): a
+//! deny rule, then an allow rule, then an earlier `allow-session` grant,
+//! then the client through an [`Approver`] when it declared `approvals`.
+//! With none of these the request is decided `unavailable` and refused, as
+//! on the official runtime. Every path that does not end in an approval
+//! refuses the call: the tool never runs on a timeout, an error answer, a
+//! closed client, a cancelled turn or a shutdown.
 
-use crate::{PermissionMode, ToolContext, ToolOutput};
-use dsh_protocol::catalog::{ApprovalAsked, ApprovalDecided, ApprovalOutcome, ToolEvent};
+use crate::{PermissionMode, ToolContext, ToolErrorCode, ToolOutput};
+use dsh_protocol::catalog::{
+    ApprovalAsked, ApprovalDecided, ApprovalDecider, ApprovalOutcome, ApprovalScope, ToolEvent,
+};
+use dsh_protocol::methods::{ApprovalDecision, ApprovalRule, ApprovalRules};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a client has to answer by default.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What decides a session's requests for wider access.
+pub struct Approvals {
+    /// Policy rules, applied before anyone is asked.
+    pub rules: ApprovalRules,
+    /// The client, when it declared `approvals`.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// How long the client has to answer; `None` waits for ever.
+    pub timeout: Option<Duration>,
+    /// `(tool, mode)` pairs granted for the rest of the session.
+    grants: Mutex<HashSet<(String, PermissionMode)>>,
+}
+
+impl Approvals {
+    /// Approvals decided by `rules`, then `approver` (if any) within
+    /// `timeout`.
+    pub fn new(
+        rules: ApprovalRules,
+        approver: Option<Arc<dyn Approver>>,
+        timeout: Option<Duration>,
+    ) -> Self {
+        Self {
+            rules,
+            approver,
+            timeout,
+            grants: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The same rules, approver and timeout, with no grant yet (for a
+    /// new session, e.g. a subagent's).
+    pub fn fresh(&self) -> Self {
+        Self::new(self.rules.clone(), self.approver.clone(), self.timeout)
+    }
+
+    fn granted(&self, tool: &str, mode: PermissionMode) -> bool {
+        self.grants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&(tool.to_owned(), mode))
+    }
+
+    fn grant(&self, tool: &str, mode: PermissionMode) {
+        self.grants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert((tool.to_owned(), mode));
+    }
+}
+
+impl Default for Approvals {
+    /// The official behaviour: no rule, no approver.
+    fn default() -> Self {
+        Self::new(
+            ApprovalRules::default(),
+            None,
+            Some(DEFAULT_APPROVAL_TIMEOUT),
+        )
+    }
+}
+
+/// One request put to the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalQuestion {
+    /// The session whose tool asks.
+    pub session_id: String,
+    /// The request's id (`approval/asked.id`).
+    pub approval_id: String,
+    /// The tool asking.
+    pub tool_name: String,
+    /// Its call id.
+    pub call_id: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// `approval/asked.reason`.
+    pub reason: String,
+}
+
+/// How the client answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApproverAnswer {
+    /// A decision, with the client's message.
+    Decided(ApprovalDecision, Option<String>),
+    /// An error response, or an answer that is not a decision.
+    Failed(String),
+    /// The client cannot answer (it does not know the method, its input
+    /// is closed).
+    Unavailable(String),
+    /// The runtime is shutting down.
+    Cancelled,
+}
+
+/// The future of an [`Approver`]'s answer.
+pub type ApproverFuture = Pin<Box<dyn Future<Output = ApproverAnswer> + Send>>;
+
+/// The client side of approvals: puts a question to the client.
+pub trait Approver: Send + Sync {
+    /// Asks the client; resolves with its answer.
+    fn ask(&self, question: ApprovalQuestion) -> ApproverFuture;
+}
+
+/// A call's request for wider access, as [`check_escalation`] reads it.
+pub(crate) struct Escalation<'a> {
+    /// `sandbox_permissions`.
+    pub requested: Option<&'a str>,
+    /// `justification`.
+    pub justification: Option<&'a str>,
+    /// What rules match by prefix: the `bash` command or the `file_path`.
+    pub subject: &'a str,
+    /// The call's arguments shown to the client.
+    pub arguments: Value,
+}
+
+/// Longest string argument shown to the client whole; a longer one is cut
+/// there (at a character boundary) with a note of what was left out.
+const SHOWN_MAX_BYTES: usize = 16 * 1024;
+
+/// `text` as an argument shown to the client (see [`SHOWN_MAX_BYTES`]).
+pub(crate) fn shown(text: &str) -> Value {
+    if text.len() <= SHOWN_MAX_BYTES {
+        return Value::from(text);
+    }
+    let end = (0..=SHOWN_MAX_BYTES)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    Value::from(format!(
+        "{}…[{} more bytes]",
+        &text[..end],
+        text.len() - end
+    ))
+}
 
 /// Checks a call's `sandbox_permissions` and `justification` against the
-/// session's mode: `None` when the call may run in the session's sandbox,
-/// or the refused result (recording the approval request and its
-/// `unavailable` outcome when wider access was asked for).
-pub(crate) fn check_escalation(
-    ctx: &ToolContext,
+/// session's mode: `None` when the call may run (with `ctx.mode` widened
+/// when a wider mode was approved), or the refused result. A request for
+/// a wider mode is recorded (`approval/asked`, `approval/decided`).
+pub(crate) async fn check_escalation(
+    ctx: &mut ToolContext,
     tool: &str,
-    requested: Option<&str>,
-    justification: Option<&str>,
+    escalation: Escalation<'_>,
 ) -> Option<ToolOutput> {
+    let Escalation {
+        requested,
+        justification,
+        subject,
+        arguments,
+    } = escalation;
     let requested: Option<PermissionMode> = requested.and_then(|mode| mode.parse().ok());
     let Some(requested) = requested else {
         return justification
@@ -54,17 +209,246 @@ pub(crate) fn check_escalation(
         )));
     }
     let id = uuid::Uuid::new_v4().to_string();
+    let reason = format!("escalate sandbox to {requested}: {justification}");
     ctx.host.emit(ToolEvent::ApprovalAsked(ApprovalAsked {
         id: id.clone(),
         tool_name: tool.to_owned(),
         call_id: ctx.call_id.clone(),
-        reason: format!("escalate sandbox to {requested}: {justification}"),
+        reason: reason.clone(),
     }));
+    let approvals = Arc::clone(&ctx.approvals);
+    let matches = |rules: &[ApprovalRule]| {
+        rules
+            .iter()
+            .any(|rule| rule_matches(rule, tool, requested, subject))
+    };
+    let verdict = if matches(&approvals.rules.deny) {
+        Verdict::rejected(ApprovalDecider::Rule, "denied by a policy rule")
+    } else if matches(&approvals.rules.allow) {
+        Verdict::approved(ApprovalDecider::Rule, ApprovalScope::Once)
+    } else if approvals.granted(tool, requested) {
+        Verdict::approved(ApprovalDecider::SessionGrant, ApprovalScope::Session)
+    } else if let Some(approver) = &approvals.approver {
+        let question = ApprovalQuestion {
+            session_id: ctx.session_id.clone(),
+            approval_id: id.clone(),
+            tool_name: tool.to_owned(),
+            call_id: ctx.call_id.clone(),
+            arguments,
+            reason,
+        };
+        let answer = ask(approver.as_ref(), question, approvals.timeout, ctx).await;
+        if matches!(
+            answer,
+            Verdict {
+                scope: Some(ApprovalScope::Session),
+                ..
+            }
+        ) {
+            approvals.grant(tool, requested);
+        }
+        answer
+    } else {
+        Verdict::official_unavailable()
+    };
     ctx.host.emit(ToolEvent::ApprovalDecided(ApprovalDecided {
         id,
-        outcome: ApprovalOutcome::Unavailable,
+        outcome: verdict.outcome,
+        decided_by: verdict.by,
+        scope: verdict.scope,
+        message: verdict.message.clone(),
     }));
-    Some(ToolOutput::failure(format!(
-        "Error: sandbox escalation to \"{requested}\" requires approval, but no approval channel is available"
-    )))
+    match verdict.outcome {
+        ApprovalOutcome::Approved => {
+            ctx.mode = requested;
+            None
+        }
+        ApprovalOutcome::Unavailable => Some(ToolOutput::failure(format!(
+            "Error: sandbox escalation to \"{requested}\" requires approval, but no approval channel is available"
+        ))),
+        ApprovalOutcome::Rejected => Some(ToolOutput::failure(format!(
+            "Error: sandbox escalation to \"{requested}\" was rejected: {}",
+            verdict.message.as_deref().unwrap_or("no reason given")
+        ))),
+        ApprovalOutcome::Cancelled => {
+            Some(ToolOutput::failure("Error: tool call aborted").with_error(ToolErrorCode::Aborted))
+        }
+    }
+}
+
+/// Puts `question` to the client, bounded by `timeout` and the call's
+/// cancellation.
+async fn ask(
+    approver: &dyn Approver,
+    question: ApprovalQuestion,
+    timeout: Option<Duration>,
+    ctx: &ToolContext,
+) -> Verdict {
+    let asked = approver.ask(question);
+    let answered = async {
+        match timeout {
+            Some(limit) => tokio::time::timeout(limit, asked).await.ok(),
+            None => Some(asked.await),
+        }
+    };
+    let answer = tokio::select! {
+        answer = answered => answer,
+        () = ctx.cancel.cancelled() => return Verdict::cancelled("the turn was cancelled"),
+    };
+    let by = ApprovalDecider::Client;
+    match answer {
+        None => Verdict::rejected(
+            by,
+            &format!(
+                "no answer within {} ms",
+                timeout.map_or(0, |t| t.as_millis())
+            ),
+        ),
+        Some(ApproverAnswer::Decided(ApprovalDecision::AllowOnce, _)) => {
+            Verdict::approved(by, ApprovalScope::Once)
+        }
+        Some(ApproverAnswer::Decided(ApprovalDecision::AllowSession, _)) => {
+            Verdict::approved(by, ApprovalScope::Session)
+        }
+        Some(ApproverAnswer::Decided(ApprovalDecision::Reject, message)) => {
+            Verdict::rejected(by, message.as_deref().unwrap_or("the client rejected it"))
+        }
+        Some(ApproverAnswer::Failed(why)) => Verdict::rejected(by, &why),
+        Some(ApproverAnswer::Unavailable(why)) => Verdict {
+            outcome: ApprovalOutcome::Unavailable,
+            by: Some(by),
+            scope: None,
+            message: Some(why),
+        },
+        Some(ApproverAnswer::Cancelled) => Verdict::cancelled("the runtime is shutting down"),
+    }
+}
+
+/// How a request was decided.
+struct Verdict {
+    outcome: ApprovalOutcome,
+    by: Option<ApprovalDecider>,
+    scope: Option<ApprovalScope>,
+    message: Option<String>,
+}
+
+impl Verdict {
+    fn approved(by: ApprovalDecider, scope: ApprovalScope) -> Self {
+        Self {
+            outcome: ApprovalOutcome::Approved,
+            by: Some(by),
+            scope: Some(scope),
+            message: None,
+        }
+    }
+
+    fn rejected(by: ApprovalDecider, message: &str) -> Self {
+        Self {
+            outcome: ApprovalOutcome::Rejected,
+            by: Some(by),
+            scope: None,
+            message: Some(message.to_owned()),
+        }
+    }
+
+    fn cancelled(message: &str) -> Self {
+        Self {
+            outcome: ApprovalOutcome::Cancelled,
+            by: Some(ApprovalDecider::Runtime),
+            scope: None,
+            message: Some(message.to_owned()),
+        }
+    }
+
+    /// No approver: the official event, with nothing of dsh's.
+    fn official_unavailable() -> Self {
+        Self {
+            outcome: ApprovalOutcome::Unavailable,
+            by: None,
+            scope: None,
+            message: None,
+        }
+    }
+}
+
+/// Whether `rule` covers `tool` asking for `mode` on `subject` (the
+/// command or the path): every field the rule gives must match.
+fn rule_matches(rule: &ApprovalRule, tool: &str, mode: PermissionMode, subject: &str) -> bool {
+    let tool_matches = rule.tool == "*" || rule.tool == tool;
+    let mode_matches = rule
+        .mode
+        .as_deref()
+        .is_none_or(|wanted| wanted.parse::<PermissionMode>() == Ok(mode));
+    let command_matches = rule
+        .command_prefix
+        .as_deref()
+        .is_none_or(|prefix| tool == "bash" && subject.trim_start().starts_with(prefix));
+    let path_matches = rule
+        .path_prefix
+        .as_deref()
+        .is_none_or(|prefix| tool != "bash" && subject.starts_with(prefix));
+    tool_matches && mode_matches && command_matches && path_matches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(tool: &str) -> ApprovalRule {
+        ApprovalRule {
+            tool: tool.to_owned(),
+            mode: None,
+            command_prefix: None,
+            path_prefix: None,
+        }
+    }
+
+    #[test]
+    fn a_rule_matches_only_when_every_field_it_gives_matches() {
+        let full = PermissionMode::DangerFullAccess;
+        assert!(rule_matches(&rule("*"), "write", full, "a.txt"));
+        assert!(!rule_matches(&rule("bash"), "write", full, "a.txt"));
+        let git = ApprovalRule {
+            command_prefix: Some("git ".into()),
+            ..rule("bash")
+        };
+        assert!(rule_matches(&git, "bash", full, "  git push"));
+        assert!(!rule_matches(&git, "bash", full, "gitx; rm -rf /"));
+        // A command prefix never matches a file tool, a path prefix never
+        // matches bash.
+        assert!(!rule_matches(
+            &ApprovalRule {
+                command_prefix: Some("a".into()),
+                ..rule("*")
+            },
+            "write",
+            full,
+            "a.txt"
+        ));
+        assert!(!rule_matches(
+            &ApprovalRule {
+                path_prefix: Some("/".into()),
+                ..rule("*")
+            },
+            "bash",
+            full,
+            "/bin/true"
+        ));
+        let workspace_only = ApprovalRule {
+            mode: Some("workspace-write".into()),
+            ..rule("*")
+        };
+        assert!(!rule_matches(&workspace_only, "bash", full, "ls"));
+        assert!(rule_matches(
+            &workspace_only,
+            "bash",
+            PermissionMode::WorkspaceWrite,
+            "ls"
+        ));
+        let unknown_mode = ApprovalRule {
+            mode: Some("everything".into()),
+            ..rule("*")
+        };
+        assert!(!rule_matches(&unknown_mode, "bash", full, "ls"));
+    }
 }

@@ -1,6 +1,6 @@
 //! Everything a tool call may use besides its arguments.
 
-use crate::{PermissionMode, SessionTools, ToolHost};
+use crate::{Approvals, PermissionMode, SessionTools, ToolHost};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -25,6 +25,9 @@ pub struct ToolContext {
     pub state: Arc<SessionTools>,
     /// Cancelled when the turn is aborted; a running call stops early.
     pub cancel: CancellationToken,
+    /// Who decides the call's requests for wider access (rules, grants,
+    /// the client); the default decides as the official runtime does.
+    pub approvals: Arc<Approvals>,
 }
 
 impl std::fmt::Debug for ToolContext {

@@ -87,6 +87,9 @@ mod toolset;
 mod web_guard;
 mod write_guard;
 
+pub use approval::{
+    ApprovalQuestion, Approvals, Approver, ApproverAnswer, ApproverFuture, DEFAULT_APPROVAL_TIMEOUT,
+};
 pub use config::{DEFAULT_BASH_TIMEOUT, DEFAULT_SHELL_TIMEOUT, DEFAULT_WEB_TIMEOUT, ToolsConfig};
 pub use context::ToolContext;
 pub use dsh_protocol::catalog::ToolSpec;

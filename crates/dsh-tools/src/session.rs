@@ -151,6 +151,27 @@ impl SessionTools {
         lock(&self.jobs).clone()
     }
 
+    /// Kills the background jobs (`bash` and foreign) started at or after
+    /// `since_ms` that still run, without announcing their end to the
+    /// model (the turn that started them was cancelled; a command still in
+    /// its call is aborted by the call). Returns how many.
+    pub fn stop_jobs_started_since(&self, since_ms: u64, reason: &str) -> usize {
+        let mut stopped = 0;
+        for job in lock(&self.jobs).iter() {
+            if job.started_at >= since_ms && job.end().is_none() && job.in_background() {
+                job.kill_quietly(reason);
+                stopped += 1;
+            }
+        }
+        for job in lock(&self.foreign).iter() {
+            if job.started_at() >= since_ms && job.end().is_none() {
+                job.kill(reason);
+                stopped += 1;
+            }
+        }
+        stopped
+    }
+
     /// Records that the session has seen `path` in its current state.
     pub(crate) fn mark_seen(&self, path: &Path) {
         if let Some(stamp) = FileStamp::of(path) {

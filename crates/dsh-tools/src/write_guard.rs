@@ -3,6 +3,7 @@
 //! the official runtime does), and the [`Target`] through which they then
 //! touch it.
 
+use crate::approval::Escalation;
 use crate::beneath::{self, Root};
 use crate::jobs::render::sandbox_marker;
 use crate::output::Refusal;
@@ -152,23 +153,21 @@ pub(crate) fn changed(seen: FileStamp, path: &Path) -> bool {
     FileStamp::of(path) != Some(seen)
 }
 
-/// The shared frame of a file-changing tool call: declines a request for
-/// wider access (approvals fail closed), resolves `file_path` against the
+/// The shared frame of a file-changing tool call: decides a request for
+/// wider access (see [`crate::approval`]; without an approval it is
+/// declined), resolves `file_path` against the
 /// session directory (links and `..` followed on the file system), and
 /// runs `change` off the async runtime. `what` names the action in the
 /// error of a crashed blocking task.
 pub(crate) async fn change_file(
-    ctx: ToolContext,
+    mut ctx: ToolContext,
     tool: &str,
-    escalation: (Option<&str>, Option<&str>),
+    escalation: Escalation<'_>,
     file_path: &str,
     what: &str,
     change: impl FnOnce(&ToolContext, &Resolved) -> ToolOutput + Send + 'static,
 ) -> ToolOutput {
-    let (permissions, justification) = escalation;
-    if let Some(declined) =
-        crate::approval::check_escalation(&ctx, tool, permissions, justification)
-    {
+    if let Some(declined) = crate::approval::check_escalation(&mut ctx, tool, escalation).await {
         return declined;
     }
     let file_path = file_path.to_owned();

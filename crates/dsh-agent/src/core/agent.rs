@@ -2,7 +2,7 @@
 
 use super::shared::Core;
 use super::tree::Child;
-use dsh_protocol::catalog::InboxTarget;
+use dsh_protocol::catalog::{AbortReason, InboxTarget};
 use dsh_protocol::notifications::SubagentStartedParams;
 use dsh_session::{LogUnwritable, TreeNotice, UserMessage};
 use serde_json::Value;
@@ -78,6 +78,49 @@ impl Agent {
         running
     }
 
+    /// `session/cancel` (dsh's extension): stops the running turn as
+    /// [`interrupt`](Self::interrupt) does, recorded as stopped by the
+    /// client; the children the turn started are cancelled with it, the
+    /// jobs it started are killed unless `keep_jobs`, and with
+    /// `drop_queued` the prompts queued behind it are dropped. Returns the
+    /// turn cancelled (`None` when none ran) and how many prompts were
+    /// dropped. Idempotent: a second cancel finds the turn already ending
+    /// and names it again.
+    pub fn cancel(&self, drop_queued: bool, keep_jobs: bool) -> (Option<u32>, usize) {
+        let (turn, since, dropped) = {
+            let mut state = self.core.state();
+            let turn = state.open_turn.or(state.pending.as_ref().map(|p| p.turn));
+            if turn.is_some() {
+                state.abort_reason.get_or_insert(AbortReason::Client);
+                state.turn_cancel.cancel();
+            }
+            let dropped = if drop_queued {
+                state.drop_queued_prompts()
+            } else {
+                0
+            };
+            (turn, state.turn_started_at, dropped)
+        };
+        if let Some(turn) = turn {
+            let started: Vec<Arc<Agent>> = self
+                .core
+                .children()
+                .iter()
+                .filter(|child| child.parent_turn == Some(turn))
+                .map(|child| Arc::clone(&child.agent))
+                .collect();
+            for child in started {
+                child.cancel(false, keep_jobs);
+            }
+            if !keep_jobs {
+                self.core
+                    .session_tools
+                    .stop_jobs_started_since(since, "the turn was cancelled");
+            }
+        }
+        (turn, dropped)
+    }
+
     /// Flushes the log (a barrier before acknowledging a request).
     pub fn flush(&self) {
         self.core.state().log.flush();
@@ -147,6 +190,9 @@ impl Agent {
     /// (`subagent.started`) through this session's log.
     pub fn adopt(&self, child: Arc<Agent>, label: &str) {
         let id = child.id().to_owned();
+        // Read before the children lock (the state lock is never taken
+        // under it).
+        let parent_turn = self.core.state().open_turn();
         {
             let mut children = self.core.children();
             if children.iter().any(|c| c.id == id) {
@@ -156,6 +202,7 @@ impl Agent {
                 id: id.clone(),
                 label: label.to_owned(),
                 agent: child,
+                parent_turn,
             });
         }
         self.announce_child(&id);

@@ -33,6 +33,8 @@ impl AgentState {
         self.open_turn = Some(turn);
         self.turn_history_start = self.history.len();
         self.turn_cancel = self.cancel.child_token();
+        self.abort_reason = None;
+        self.turn_started_at = dsh_session::now_ms();
         let mut claimed = self.claim_next_step();
         let mut prompt = None;
         if !self.next_turn.is_empty() {
@@ -54,6 +56,26 @@ impl AgentState {
         }
         claimed.extend(prompt);
         self.pending = Some(PendingTurn { turn, claimed });
+    }
+
+    /// Drops the client's prompts queued in `next-turn` (each recorded as
+    /// a cancelled splice; other queued input stays). Returns how many.
+    pub fn drop_queued_prompts(&mut self) -> usize {
+        let mut dropped = 0;
+        let mut i = 0;
+        while i < self.next_turn.len() {
+            if self.next_turn[i].source_kind() == Some("user") {
+                self.next_turn.remove(i);
+                self.event(InboxSpliced {
+                    start: i,
+                    ..InboxSpliced::cancel(InboxTarget::NextTurn, 1)
+                });
+                dropped += 1;
+            } else {
+                i += 1;
+            }
+        }
+        dropped
     }
 
     /// Claims everything in `next-step` (one splice when non-empty).

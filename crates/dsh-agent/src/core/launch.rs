@@ -85,6 +85,7 @@ pub(crate) fn create(config: AgentConfig, start: Start, features: Features) -> A
         system_prompt,
         session_tools: Arc::new(SessionTools::new()),
         tool_host: Arc::new(AgentToolHost(weak.clone())),
+        approvals: config.approvals,
         hooks: features.hooks,
         cancel,
         wake: Notify::new(),

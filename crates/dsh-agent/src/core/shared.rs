@@ -45,6 +45,8 @@ pub(crate) struct Core {
     pub session_tools: Arc<SessionTools>,
     /// Where library tools append events.
     pub tool_host: Arc<dyn ToolHost>,
+    /// Who decides the tools' requests for wider access.
+    pub approvals: Arc<dsh_tools::Approvals>,
     /// The features, called at the core's fixed points.
     pub hooks: Hooks,
     /// Cancelled when the agent is disposed; running tools stop.

@@ -43,6 +43,9 @@ pub struct AgentConfig {
     pub sessions: Option<Arc<dyn SessionHost>>,
     /// Where the session sits in its tree.
     pub lineage: Lineage,
+    /// Who decides its tools' requests for wider access (the default:
+    /// as the official runtime, no rule and no approver).
+    pub approvals: Arc<dsh_tools::Approvals>,
 }
 
 /// How the session comes to be.

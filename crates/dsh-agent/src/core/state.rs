@@ -145,6 +145,12 @@ pub(crate) struct AgentState {
     pub(super) round_next: bool,
     /// Features' own state.
     pub(super) extensions: Extensions,
+    /// Who stopped the open turn, when it was not its parent
+    /// (`session/cancel`): the turn's `aborted` reason.
+    pub(super) abort_reason: Option<AbortReason>,
+    /// When the open turn began (ms since the epoch): the jobs started
+    /// since are the turn's.
+    pub(super) turn_started_at: u64,
 }
 
 impl AgentState {
@@ -182,6 +188,8 @@ impl AgentState {
             steered: false,
             on_claim: Vec::new(),
             turn_history_start: 0,
+            abort_reason: None,
+            turn_started_at: 0,
             completed: None,
             round_next: false,
             extensions: Extensions::default(),
@@ -249,6 +257,11 @@ impl AgentState {
     /// Whether the agent is working (`running` announced, `idle` not yet).
     pub fn is_running(&self) -> bool {
         self.running
+    }
+
+    /// The turn between `turn/start` and `turn/end`, if any.
+    pub fn open_turn(&self) -> Option<u32> {
+        self.open_turn
     }
 
     /// Whether disposal closed the agent.
@@ -324,8 +337,18 @@ impl AgentState {
         self.open_step = None;
     }
 
-    /// `turn/end` with `reason`.
+    /// `turn/end` with `reason` (an interrupt's reason replaced by the
+    /// client's when `session/cancel` stopped the turn).
     pub fn end_turn(&mut self, turn: u32, reason: TurnEndReason) {
+        let reason = match (self.abort_reason.take(), reason) {
+            (
+                Some(by),
+                TurnEndReason::Aborted {
+                    reason: AbortReason::Parent,
+                },
+            ) => TurnEndReason::Aborted { reason: by },
+            (_, reason) => reason,
+        };
         let seq = self.event(TurnEnd {
             turn,
             reason: reason.clone(),

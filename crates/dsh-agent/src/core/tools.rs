@@ -153,6 +153,7 @@ impl Roster {
             host: Arc::clone(&core.tool_host),
             state: Arc::clone(&core.session_tools),
             cancel: call.cancel.child_token(),
+            approvals: Arc::clone(&core.approvals),
         };
         self.library
             .run(call.name, call.arguments, ctx)

@@ -83,6 +83,9 @@ pub(crate) struct Child {
     pub label: String,
     /// The child.
     pub agent: Arc<Agent>,
+    /// The parent's turn that started it (`None`: adopted while idle,
+    /// e.g. restored on resume).
+    pub parent_turn: Option<u32>,
 }
 
 /// What a child's news is made of when it settles.

@@ -189,6 +189,9 @@ pub(crate) async fn create_child(core: &Core, plan: ChildPlan) -> Result<String,
             depth: core.lineage.depth + 1,
             parent: Some(link),
         },
+        // The root's client answers for the whole tree; grants are the
+        // child session's own.
+        approvals: Arc::new(core.approvals.fresh()),
     };
     let child = core.spawner.spawn(ChildSpec {
         config,
@@ -214,10 +217,12 @@ pub(crate) async fn create_child(core: &Core, plan: ChildPlan) -> Result<String,
         child.dispose();
         return Err(DelegationError::StartFailed(err.to_string()));
     }
+    let parent_turn = core.state().open_turn();
     core.children().push(Child {
         id: id.clone(),
         label: label.clone(),
         agent: child,
+        parent_turn,
     });
     core.state().event(SubagentCatalog {
         version: SubagentCatalog::VERSION,

@@ -154,6 +154,7 @@ mod tests {
             host,
             state: Arc::new(SessionTools::default()),
             cancel: dsh_tools::CancellationToken::new(),
+            approvals: Arc::default(),
         }
     }
 

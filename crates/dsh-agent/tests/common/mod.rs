@@ -356,6 +356,7 @@ impl Rig {
             tools: Arc::new(tools),
             sessions: None,
             lineage: dsh_agent::Lineage::default(),
+            approvals: Default::default(),
         };
         (Agent::create(config, start), seen)
     }

@@ -48,8 +48,9 @@ pub use session::{
 pub use subagent::{SubagentCatalog, SubagentDescriptor, SubagentMode, SubagentProvider};
 pub use tool::{ToolCall, ToolError, ToolResult, ToolSpec};
 pub use tool_events::{
-    ApprovalAsked, ApprovalDecided, ApprovalOutcome, DeepSeekSearchRequest, JobRegistered,
-    JobSettled, JobStatus, JobToolCall, SettleCause, Todo, TodoStatus, TodoWrite, ToolEvent,
+    ApprovalAsked, ApprovalDecided, ApprovalDecider, ApprovalOutcome, ApprovalScope,
+    DeepSeekSearchRequest, JobRegistered, JobSettled, JobStatus, JobToolCall, SettleCause, Todo,
+    TodoStatus, TodoWrite, ToolEvent,
 };
 pub use turn::{
     AbortReason, AssistantAttempt, AssistantMessageEvent, StepEnd, StepStart, SystemMessageEvent,

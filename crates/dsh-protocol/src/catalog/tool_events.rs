@@ -134,22 +134,79 @@ pub struct ApprovalAsked {
 }
 kind!(ApprovalAsked, "approval/asked");
 
-/// `approval/decided {id, outcome}`.
+/// `approval/decided {id, outcome, decidedBy?, scope?, message?}` (the
+/// last three are dsh's, present only when a rule, a grant or a client
+/// decided).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ApprovalDecided {
     /// The request decided.
     pub id: String,
     /// How.
     pub outcome: ApprovalOutcome,
+    /// Who decided, when it was not the official "no approver" case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<ApprovalDecider>,
+    /// For an approval: whether it holds for this call or the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ApprovalScope>,
+    /// The client's message with a rejection, or why it was decided so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 kind!(ApprovalDecided, "approval/decided");
+
+impl ApprovalDecided {
+    /// The official outcome: no approver, failed closed.
+    pub fn unavailable(id: String) -> Self {
+        Self {
+            id,
+            outcome: ApprovalOutcome::Unavailable,
+            decided_by: None,
+            scope: None,
+            message: None,
+        }
+    }
+}
 
 /// `approval/decided.outcome`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalOutcome {
-    /// No approver exists: the request failed closed.
+    /// No approver exists (or it cannot answer): the request failed
+    /// closed.
     Unavailable,
+    /// Allowed: the call runs with the access it asked for.
+    Approved,
+    /// Refused (by the client, a rule, a timeout or an error answer).
+    Rejected,
+    /// The turn was cancelled, or the runtime shut down, while it waited.
+    Cancelled,
+}
+
+/// `approval/decided.decidedBy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalDecider {
+    /// The client answered `approval/request` (or failed to: timeout,
+    /// error, closed input).
+    Client,
+    /// A policy rule matched.
+    Rule,
+    /// An earlier `allow-session` answer covers it.
+    SessionGrant,
+    /// `session/cancel` or shutdown ended the wait.
+    Runtime,
+}
+
+/// `approval/decided.scope` of an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalScope {
+    /// This call only.
+    Once,
+    /// This call and the session's later ones of the same tool and access.
+    Session,
 }
 
 /// `web/deepseek-search-llm-request {endpoint, apiVersion, body}`: one

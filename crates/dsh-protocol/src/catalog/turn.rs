@@ -70,6 +70,8 @@ pub enum AbortReason {
     Disposed,
     /// The parent agent stopped the turn (`interrupt_agent`).
     Parent,
+    /// The client stopped the turn (`session/cancel`, dsh's extension).
+    Client,
     /// A cause this runtime does not know.
     #[serde(other)]
     Other,

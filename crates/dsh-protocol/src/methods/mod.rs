@@ -6,8 +6,14 @@
 //! by field in the official order, each check with the official message
 //! ([`ParamError`]).
 
+mod extensions;
 mod validate;
 
+pub use extensions::{
+    APPROVAL_REQUEST, ApprovalDecision, ApprovalRequestParams, ApprovalResponse, ApprovalRule,
+    ApprovalRules, CancelParams, CancelResult, ClientCapabilities, ExtensionError,
+    InitializeExtensions, PROTOCOL_VERSION, RuntimeCapabilities, SESSION_CANCEL,
+};
 pub use validate::ParamError;
 
 use crate::JsonObject;
@@ -62,6 +68,13 @@ pub struct InitializeParams {
 pub struct InitializeResult {
     /// Who answered.
     pub server_info: ServerInfo,
+    /// The extension protocol version ([`PROTOCOL_VERSION`]), only when the
+    /// client sent `protocolVersion` or `clientCapabilities`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The extensions supported, under the same condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<RuntimeCapabilities>,
 }
 
 /// `serverInfo` of the `initialize` result.

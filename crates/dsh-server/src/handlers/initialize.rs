@@ -2,20 +2,30 @@
 
 use crate::error::RpcError;
 use crate::server::Server;
-use crate::state::Initialized;
+use crate::state::{ApprovalSettings, Initialized};
 use dsh_llm::Route;
 use dsh_protocol::JsonObject;
-use dsh_protocol::methods::{InitializeParams, InitializeResult, SERVER_NAME, ServerInfo};
+use dsh_protocol::methods::{
+    InitializeExtensions, InitializeParams, InitializeResult, PROTOCOL_VERSION,
+    RuntimeCapabilities, SERVER_NAME, ServerInfo,
+};
+use dsh_tools::DEFAULT_APPROVAL_TIMEOUT;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
-/// Validates (after the shutting-down check, see
-/// [`InitializeParams::validate`]), mounts the route, then commits it for
+/// Validates (after the shutting-down check: dsh's extension fields, see
+/// [`InitializeExtensions::take`], then [`InitializeParams::validate`]),
+/// mounts the route, then commits it and the approval settings for
 /// sessions created afterwards. A failed re-initialize leaves the previous
-/// route in force.
-pub fn handle(server: &Server, params: JsonObject) -> Result<InitializeResult, RpcError> {
+/// route in force. The result names the protocol version and the
+/// capabilities only to a client that sent `protocolVersion` or
+/// `clientCapabilities`.
+pub fn handle(server: &Server, mut params: JsonObject) -> Result<InitializeResult, RpcError> {
     if server.registry().shutting_down {
         return Err(RpcError::ShuttingDown);
     }
+    let extensions = InitializeExtensions::take(&mut params)?;
     let InitializeParams {
         cwd,
         provider,
@@ -31,16 +41,32 @@ pub fn handle(server: &Server, params: JsonObject) -> Result<InitializeResult, R
         max_tokens,
     };
     let provider = server.inner().config.registry.mount(&route)?;
+    let asks_client = extensions
+        .client_capabilities
+        .is_some_and(|capabilities| capabilities.approvals);
+    let approvals = ApprovalSettings {
+        rules: extensions.approval_rules.clone().unwrap_or_default(),
+        client: asks_client.then(|| Arc::clone(&server.inner().client)),
+        timeout: match extensions.approval_timeout_ms {
+            None => Some(DEFAULT_APPROVAL_TIMEOUT),
+            Some(0) => None,
+            Some(ms) => Some(Duration::from_millis(ms)),
+        },
+    };
     server.registry().initialized = Some(Initialized {
         route,
         provider,
         cwd,
+        approvals,
     });
+    let extended = extensions.any();
     Ok(InitializeResult {
         server_info: ServerInfo {
             name: SERVER_NAME.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         },
+        protocol_version: extended.then(|| PROTOCOL_VERSION.to_owned()),
+        capabilities: extended.then_some(RuntimeCapabilities::ALL),
     })
 }
 

@@ -1,9 +1,9 @@
-//! `session/resume` and `session/wait`.
+//! `session/resume`, `session/wait` and `session/cancel`.
 
 use crate::error::RpcError;
 use crate::server::Server;
 use dsh_protocol::JsonObject;
-use dsh_protocol::methods::{EmptyResult, SessionParams};
+use dsh_protocol::methods::{CancelParams, CancelResult, EmptyResult, SessionParams};
 
 /// `session/resume`: `{}` once the stored session is open again.
 pub async fn resume(server: &Server, params: JsonObject) -> Result<EmptyResult, RpcError> {
@@ -45,4 +45,23 @@ fn waited(
             Err(RpcError::UnknownSession(session_id))
         }
     }
+}
+
+/// `session/cancel` (dsh's extension): stops the session's running turn
+/// (see [`dsh_agent::Agent::cancel`]); `{turn: null}` when none ran.
+pub fn cancel(server: &Server, params: JsonObject) -> Result<CancelResult, RpcError> {
+    server.initialized()?;
+    let CancelParams {
+        session_id,
+        drop_queued,
+        keep_jobs,
+    } = CancelParams::validate(params)?;
+    let agent = server
+        .session(&session_id)
+        .ok_or(RpcError::UnknownSession(session_id))?;
+    let (turn, dropped_prompts) = agent.cancel(drop_queued, keep_jobs);
+    Ok(CancelResult {
+        turn,
+        dropped_prompts,
+    })
 }

@@ -302,6 +302,18 @@ impl Job {
         }
     }
 
+    /// Whether the call that started the job has returned without its end.
+    pub(crate) fn in_background(&self) -> bool {
+        *lock(&self.background)
+    }
+
+    /// Kills the job (see [`kill`](Self::kill)) without announcing its end
+    /// to the model: the turn that started it was cancelled by the client.
+    pub(crate) fn kill_quietly(&self, reason: &str) {
+        *lock(&self.background) = false;
+        self.kill(reason);
+    }
+
     /// The notice of a background job's end.
     fn notice(&self, end: &JobEnd) -> JobNotice {
         let status = match end.outcome.status() {
@@ -386,8 +398,9 @@ impl Job {
     /// Stops the job because the call that runs it was aborted, as the
     /// official runtime does: SIGTERM to the process group and the job
     /// settled at once as [`Outcome::Aborted`] (unless it had ended or was
-    /// being killed already). A command still running [`ABORT_GRACE`] later
-    /// gets SIGKILL.
+    /// being killed already). The sandbox supervisor, the group's leader,
+    /// answers SIGTERM by killing the whole group; should the group still
+    /// run [`ABORT_GRACE`] later, it gets SIGKILL.
     pub(crate) fn abort(self: &Arc<Self>, host: &dyn ToolHost) {
         if self.end().is_none() {
             lock(&self.kill_reason).get_or_insert(Stop::Abort);

@@ -2,7 +2,7 @@
 //! inside the sandbox.
 
 use super::{TypedTool, boolean, justification, number, sandbox_permissions, spec, string};
-use crate::approval::check_escalation;
+use crate::approval::{Escalation, check_escalation};
 use crate::jobs::{
     self, ABORTED, Job, JobEnd, Outcome, SpillTarget,
     render::{WhenSilent, render_off_worker},
@@ -80,18 +80,26 @@ impl Bash {
         Self { spec, config }
     }
 
-    async fn run_command(&self, args: Args, ctx: ToolContext) -> ToolOutput {
+    async fn run_command(&self, args: Args, mut ctx: ToolContext) -> ToolOutput {
         // As the official runtime: an empty command is refused before the
         // sandbox request is looked at.
         if args.command.trim().is_empty() {
             return ToolOutput::failure("Error: the command is empty.");
         }
-        if let Some(declined) = check_escalation(
-            &ctx,
-            "bash",
-            args.sandbox_permissions.as_deref(),
-            args.justification.as_deref(),
-        ) {
+        let escalation = Escalation {
+            requested: args.sandbox_permissions.as_deref(),
+            justification: args.justification.as_deref(),
+            subject: &args.command,
+            arguments: json!({
+                "command": args.command,
+                "workdir": args.workdir,
+                "timeoutMs": args.timeout_ms,
+                "run_in_background": args.run_in_background,
+                "sandbox_permissions": args.sandbox_permissions,
+                "justification": args.justification,
+            }),
+        };
+        if let Some(declined) = check_escalation(&mut ctx, "bash", escalation).await {
             return declined;
         }
         if ctx.state.is_shut_down() {

@@ -1,6 +1,7 @@
 //! `edit`: literal search-and-replace in a text file.
 
 use super::{TypedTool, boolean, justification, sandbox_permissions, spec, string};
+use crate::approval::{Escalation, shown};
 use crate::paths::Resolved;
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::session::Observed;
@@ -89,7 +90,19 @@ impl TypedTool for Edit {
             a.justification.clone(),
             a.file_path.clone(),
         );
-        let escalation = (permissions.as_deref(), justification.as_deref());
+        let escalation = Escalation {
+            requested: permissions.as_deref(),
+            justification: justification.as_deref(),
+            subject: &file_path,
+            arguments: json!({
+                "file_path": file_path,
+                "old_string": shown(&a.old_string),
+                "new_string": shown(&a.new_string),
+                "replace_all": a.replace_all,
+                "sandbox_permissions": permissions,
+                "justification": justification,
+            }),
+        };
         let max_bytes = self.max_bytes;
         change_file(
             ctx,

@@ -1,6 +1,7 @@
 //! `write`: create or replace a UTF-8 text file.
 
 use super::{TypedTool, justification, sandbox_permissions, spec, string};
+use crate::approval::{Escalation, shown};
 use crate::paths::Resolved;
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::session::Observed;
@@ -64,7 +65,17 @@ impl TypedTool for Write {
         if let Err(out) = super::require_file_path(&a.file_path) {
             return *out;
         }
-        let escalation = (a.sandbox_permissions.as_deref(), a.justification.as_deref());
+        let escalation = Escalation {
+            requested: a.sandbox_permissions.as_deref(),
+            justification: a.justification.as_deref(),
+            subject: &a.file_path,
+            arguments: json!({
+                "file_path": a.file_path,
+                "content": shown(&a.content),
+                "sandbox_permissions": a.sandbox_permissions,
+                "justification": a.justification,
+            }),
+        };
         if a.content.len() as u64 > self.max_bytes {
             return ToolOutput::failure(format!(
                 "Error: the content is {} bytes, more than write accepts ({} bytes, set by {FILE_MAX_BYTES_VAR}); nothing was written.",

@@ -2,9 +2,9 @@
 
 use dsh_protocol::catalog::{EventPayload, ToolEvent};
 use dsh_tools::{
-    CancellationToken, LANDLOCK_ABI_MAX_VAR, LandlockSupport, Launcher, MIN_LANDLOCK_ABI,
-    PermissionMode, SandboxConfig, SessionTools, ToolContext, ToolHost, ToolOutput, ToolSet,
-    ToolsConfig, parse_abi_max, sdk_minimal_tools, sdk_tools,
+    Approvals, CancellationToken, LANDLOCK_ABI_MAX_VAR, LandlockSupport, Launcher,
+    MIN_LANDLOCK_ABI, PermissionMode, SandboxConfig, SessionTools, ToolContext, ToolHost,
+    ToolOutput, ToolSet, ToolsConfig, parse_abi_max, sdk_minimal_tools, sdk_tools,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -177,6 +177,9 @@ pub struct Fixture {
     pub tools: ToolSet,
     pub mode: PermissionMode,
     pub cwd: PathBuf,
+    /// Who decides requests for wider access (the official default: no
+    /// rule, no approver).
+    pub approvals: Arc<Approvals>,
 }
 
 impl Fixture {
@@ -219,6 +222,7 @@ impl Fixture {
             spill,
             host: Arc::new(Recorder::default()),
             state: Arc::new(SessionTools::new()),
+            approvals: Arc::new(Approvals::default()),
             tools: make(config),
             mode,
         }
@@ -238,6 +242,7 @@ impl Fixture {
             host: self.host.clone(),
             state: self.state.clone(),
             cancel,
+            approvals: self.approvals.clone(),
         }
     }
 
