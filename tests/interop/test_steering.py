@@ -366,3 +366,67 @@ def test_without_the_capability_the_official_unavailable_path_stays(make_raw, wo
     assert decided(raw) == [{"id": events(raw, "approval/asked")[0]["data"]["id"], "outcome": "unavailable"}]
     assert tool_text(raw) == ('Error: sandbox escalation to "danger-full-access" requires approval, '
                               "but no approval channel is available")
+
+
+# -- the official Python SDK ------------------------------------------------
+
+class _Result(__import__("pydantic").BaseModel):
+    """Any JSON object result."""
+
+    model_config = {"extra": "allow"}
+
+
+def sdk_with_approvals(make_harness, workspace, model: str):
+    """An official-SDK harness whose client declared `approvals` (the SDK's
+    own initialize sends only the official params; the extension is a
+    second, raw initialize before any session exists)."""
+    harness = make_harness(model=model)
+    harness.start()
+    harness.client.request("initialize", {
+        "cwd": str(workspace), "provider": "scripted", "model": model,
+        "clientCapabilities": {"approvals": True},
+    }, response_model=_Result)
+    return harness
+
+
+@pytest.mark.parametrize("decision", ["allow-once", "reject"])
+def test_the_official_sdk_answers_approvals_with_next_request_and_respond(make_harness, workspace, scenario, decision):
+    import threading
+
+    harness = sdk_with_approvals(make_harness, workspace, scenario([bash("touch ran.txt", escalate=True), {"text": "done"}]))
+    asked = []
+
+    def approver():
+        request = harness.client.next_request()
+        asked.append(request)
+        harness.client.respond(request.id, {"decision": decision, "message": "No."})
+
+    thread = threading.Thread(target=approver, daemon=True)
+    thread.start()
+    result = harness.start_session(SID).run("go")
+    thread.join(5)
+    assert [(r.method, r.payload["toolName"]) for r in asked] == [("approval/request", "bash")]
+    assert (workspace / "ran.txt").exists() == (decision == "allow-once")
+    assert result.final_response == "done"
+    outcomes = [e["data"]["outcome"] for e in result.events if e["type"] == "approval/decided"]
+    assert outcomes == ["approved" if decision == "allow-once" else "rejected"]
+
+
+def test_the_official_sdk_cancels_a_running_turn_from_another_thread(make_harness, workspace, scenario):
+    import threading
+
+    harness = make_harness(model=scenario([{"text": "late", "delay_ms": 20000}, {"text": "after"}]))
+    session = harness.start_session(SID)
+    results = []
+    runner = threading.Thread(target=lambda: results.append(session.run("slow")), daemon=True)
+    runner.start()
+    deadline = time.monotonic() + 10
+    answer = {"turn": None}
+    while answer["turn"] is None and time.monotonic() < deadline:
+        answer = harness.client.request("session/cancel", {"sessionId": SID}, response_model=_Result).model_dump()
+        time.sleep(0.02)
+    runner.join(10)
+    assert answer == {"turn": 1, "droppedPrompts": 0}
+    assert results and results[0].events[-1]["type"] == "turn/end"
+    assert results[0].events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "client"}}
+    assert session.run("again").final_response == "after"

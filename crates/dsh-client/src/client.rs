@@ -1,15 +1,18 @@
 use crate::Session;
 use dsh_protocol::methods::{
-    EmptyResult, INITIALIZE, InitializeParams, SESSION_RESUME, SESSION_WAIT, SHUTDOWN,
-    SessionParams, SetWorkingDirectoryParams, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
-    WorkingDirectoryResult,
+    APPROVAL_REQUEST, ApprovalRequestParams, ApprovalResponse, CancelParams, CancelResult,
+    EmptyResult, INITIALIZE, InitializeExtensions, InitializeParams, SESSION_CANCEL,
+    SESSION_RESUME, SESSION_WAIT, SHUTDOWN, SessionParams, SetWorkingDirectoryParams,
+    WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET, WorkingDirectoryResult,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::future::Future;
 use std::ops::Deref;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -94,10 +97,26 @@ pub struct Notification {
 
 type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Result<Value, ClientError>>>>>;
 type Tail = Arc<Mutex<Vec<String>>>;
+type Writer = Arc<tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Unpin + Send>>>>;
+
+/// Answers the runtime's `approval/request` (see
+/// [`Client::set_approval_handler`]).
+pub type ApprovalHandler = Arc<
+    dyn Fn(ApprovalRequestParams) -> Pin<Box<dyn Future<Output = ApprovalResponse> + Send>>
+        + Send
+        + Sync,
+>;
+
+type Handler = Arc<Mutex<Option<ApprovalHandler>>>;
+
+/// JSON-RPC's "method not found", the answer to a runtime request the
+/// client has no handler for.
+const METHOD_NOT_FOUND: i64 = -32601;
 
 /// A JSON-RPC connection to a runtime over any pair of byte streams.
 pub struct Client {
-    writer: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Unpin + Send>>>,
+    writer: Writer,
+    approvals: Handler,
     pending: Pending,
     notifications: broadcast::Sender<Notification>,
     stderr_tail: Tail,
@@ -153,14 +172,21 @@ impl Client {
         let pending: Pending = Arc::default();
         let (notifications, _) = broadcast::channel(4096);
         let stderr_tail: Tail = Arc::default();
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(Some(Box::new(writer))));
+        let approvals: Handler = Arc::default();
         tokio::spawn(read_frames(
             reader,
-            Arc::clone(&pending),
-            notifications.clone(),
-            Arc::clone(&stderr_tail),
+            Frames {
+                pending: Arc::clone(&pending),
+                notifications: notifications.clone(),
+                stderr_tail: Arc::clone(&stderr_tail),
+                writer: Arc::clone(&writer),
+                approvals: Arc::clone(&approvals),
+            },
         ));
         Self {
-            writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
+            writer,
+            approvals,
             pending,
             notifications,
             stderr_tail,
@@ -224,6 +250,57 @@ impl Client {
             max_tokens: None,
         };
         self.call(INITIALIZE, &params).await
+    }
+
+    /// `initialize` with dsh's extension fields (client capabilities,
+    /// approval timeout and rules); declare `approvals` only with a handler
+    /// set ([`set_approval_handler`](Self::set_approval_handler)), or every
+    /// approval is answered "method not found" and fails closed.
+    pub async fn initialize_with(
+        &self,
+        provider: &str,
+        model: &str,
+        extensions: &InitializeExtensions,
+    ) -> Result<Value, ClientError> {
+        let mut params = serde_json::to_value(InitializeParams {
+            cwd: self.cwd.to_string_lossy().into_owned(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            reasoning_effort: None,
+            max_tokens: None,
+        })
+        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let extra =
+            serde_json::to_value(extensions).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+            params.extend(extra);
+        }
+        self.request(INITIALIZE, Some(params)).await
+    }
+
+    /// Answers the runtime's `approval/request` with `handler` from now on
+    /// (each request on a task of its own).
+    pub fn set_approval_handler(&self, handler: ApprovalHandler) {
+        if let Ok(mut slot) = self.approvals.lock() {
+            *slot = Some(handler);
+        }
+    }
+
+    /// `session/cancel` (dsh's extension): stops the session's running
+    /// turn; `drop_queued` also drops the prompts queued behind it,
+    /// `keep_jobs` keeps the background jobs it started.
+    pub async fn cancel(
+        &self,
+        id: &str,
+        drop_queued: bool,
+        keep_jobs: bool,
+    ) -> Result<CancelResult, ClientError> {
+        let params = CancelParams {
+            session_id: id.to_owned(),
+            drop_queued,
+            keep_jobs,
+        };
+        self.call(SESSION_CANCEL, &params).await
     }
 
     /// A handle on session `id` (created by the runtime on first use).
@@ -361,14 +438,27 @@ fn closed(stderr_tail: &Mutex<Vec<String>>) -> ClientError {
     }
 }
 
-/// Reads frames: answers go to their waiter, notifications to the
-/// subscribers; lines that are not JSON objects are skipped.
-async fn read_frames(
-    reader: impl AsyncRead + Unpin,
+/// What the frame reader delivers to.
+struct Frames {
     pending: Pending,
     notifications: broadcast::Sender<Notification>,
     stderr_tail: Tail,
-) {
+    writer: Writer,
+    approvals: Handler,
+}
+
+/// Reads frames: answers go to their waiter, notifications to the
+/// subscribers, the runtime's requests to the approval handler (or are
+/// answered "method not found"); lines that are not JSON objects are
+/// skipped.
+async fn read_frames(reader: impl AsyncRead + Unpin, frames: Frames) {
+    let Frames {
+        pending,
+        notifications,
+        stderr_tail,
+        writer,
+        approvals,
+    } = frames;
     let mut lines = BufReader::new(reader).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(Value::Object(mut frame)) = serde_json::from_str::<Value>(&line) else {
@@ -377,7 +467,21 @@ async fn read_frames(
         };
         if let Some(Value::String(method)) = frame.remove("method") {
             let params = frame.remove("params").unwrap_or(Value::Null);
-            let _ = notifications.send(Notification { method, params });
+            match frame.remove("id") {
+                Some(id) => {
+                    let handler = approvals.lock().ok().and_then(|h| h.clone());
+                    tokio::spawn(answer_request(
+                        Arc::clone(&writer),
+                        handler,
+                        id,
+                        method,
+                        params,
+                    ));
+                }
+                None => {
+                    let _ = notifications.send(Notification { method, params });
+                }
+            }
             continue;
         }
         let Some(id) = frame
@@ -403,5 +507,35 @@ async fn read_frames(
         .unwrap_or_default();
     for (_, waiter) in waiters {
         let _ = waiter.send(Err(closed(&stderr_tail)));
+    }
+}
+
+/// Answers one request of the runtime: `approval/request` through the
+/// handler, anything else (or without a handler) "method not found".
+async fn answer_request(
+    writer: Writer,
+    handler: Option<ApprovalHandler>,
+    id: Value,
+    method: String,
+    params: Value,
+) {
+    let frame = match (method.as_str(), handler) {
+        (APPROVAL_REQUEST, Some(handler)) => match serde_json::from_value(params) {
+            Ok(params) => {
+                let answer = handler(params).await;
+                json!({"jsonrpc": "2.0", "id": id, "result": answer})
+            }
+            Err(err) => json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32602, "message": format!("invalid {APPROVAL_REQUEST} params: {err}")}}),
+        },
+        _ => json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": METHOD_NOT_FOUND, "message": format!("method not found: {method}")}}),
+    };
+    let line = format!("{frame}\n");
+    if let Some(writer) = writer.lock().await.as_mut() {
+        let written = writer.write_all(line.as_bytes()).await;
+        if written.is_ok() {
+            let _ = writer.flush().await;
+        }
     }
 }

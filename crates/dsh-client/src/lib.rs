@@ -22,5 +22,5 @@
 mod client;
 mod run;
 
-pub use client::{Client, ClientConfig, ClientError, HarnessClient, Notification};
+pub use client::{ApprovalHandler, Client, ClientConfig, ClientError, HarnessClient, Notification};
 pub use run::{RunResult, Session, text_block};

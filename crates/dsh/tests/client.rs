@@ -97,3 +97,123 @@ async fn a_missing_binary_is_a_spawn_error() {
         Err(ClientError::Spawn { .. })
     ));
 }
+
+/// A scenario file of the `scripted` provider (the model id is its path).
+fn scenario(dir: &TempDir, replies: serde_json::Value) -> String {
+    let path = dir.path().join("scenario.json");
+    std::fs::write(&path, serde_json::json!({"replies": replies}).to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    path.to_string_lossy().into_owned()
+}
+
+#[tokio::test]
+async fn an_approval_handler_answers_and_the_call_runs_with_the_wider_sandbox() {
+    use dsh_protocol::methods::{
+        ApprovalDecision, ApprovalResponse, ClientCapabilities, InitializeExtensions,
+    };
+    use std::sync::{Arc, Mutex};
+
+    let dir = TempDir::new("client-approvals");
+    let model = scenario(
+        &dir,
+        serde_json::json!([
+            {"blocks": [{"tool_call": {"id": "t1", "name": "bash", "arguments": {
+                "description": "d", "command": "touch allowed.txt",
+                "sandbox_permissions": "danger-full-access", "justification": "needed"}}}]},
+            {"blocks": [{"tool_call": {"id": "t2", "name": "write", "arguments": {
+                "file_path": "refused.txt", "content": "x",
+                "sandbox_permissions": "danger-full-access", "justification": "needed"}}}]},
+            {"text": "done"}
+        ]),
+    );
+    let client = HarnessClient::spawn(config(&dir)).await.unwrap();
+    let asked: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let seen = Arc::clone(&asked);
+    client.set_approval_handler(Arc::new(move |request| {
+        seen.lock()
+            .unwrap()
+            .push((request.tool_name.clone(), request.reason.clone()));
+        let decision = if request.tool_name == "bash" {
+            ApprovalDecision::AllowOnce
+        } else {
+            ApprovalDecision::Reject
+        };
+        Box::pin(async move {
+            ApprovalResponse {
+                decision,
+                message: Some("only bash today".into()),
+            }
+        })
+    }));
+    let extensions = InitializeExtensions {
+        client_capabilities: Some(ClientCapabilities { approvals: true }),
+        ..InitializeExtensions::default()
+    };
+    let info = client
+        .initialize_with("scripted", &model, &extensions)
+        .await
+        .unwrap();
+    assert_eq!(info["capabilities"]["approvals"], true);
+    let run = client.session("s-approve").run("go").await.unwrap();
+    assert_eq!(run.final_response, "done");
+    let ws = dir.path().join("ws");
+    assert!(ws.join("allowed.txt").exists());
+    assert!(!ws.join("refused.txt").exists());
+    assert_eq!(
+        asked.lock().unwrap().clone(),
+        [
+            (
+                "bash".to_owned(),
+                "escalate sandbox to danger-full-access: needed".to_owned()
+            ),
+            (
+                "write".to_owned(),
+                "escalate sandbox to danger-full-access: needed".to_owned()
+            ),
+        ]
+    );
+    let outcomes: Vec<_> = run
+        .events
+        .iter()
+        .filter(|e| e.kind == "approval/decided")
+        .map(|e| e.data["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, ["approved", "rejected"]);
+    assert!(client.close().await.unwrap().success());
+}
+
+#[tokio::test]
+async fn cancel_stops_the_running_turn_and_names_it() {
+    let dir = TempDir::new("client-cancel");
+    let model = scenario(
+        &dir,
+        serde_json::json!([{"text": "late", "delay_ms": 20000}, {"text": "next"}]),
+    );
+    let client = HarnessClient::spawn(config(&dir)).await.unwrap();
+    client.initialize("scripted", &model).await.unwrap();
+    assert_eq!(
+        client
+            .cancel("s-cancel", false, false)
+            .await
+            .err()
+            .map(|e| e.to_string()),
+        Some("unknown SDK session: s-cancel (code -32603)".to_owned())
+    );
+    let session = client.session("s-cancel");
+    let (run, cancelled) = tokio::join!(session.run("slow"), async {
+        // Until the prompt has made the turn: a cancel before names none.
+        loop {
+            if let Ok(result) = client.cancel("s-cancel", false, false).await
+                && result.turn.is_some()
+            {
+                return result;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    });
+    assert_eq!(cancelled.turn, Some(1));
+    let run = run.unwrap();
+    assert_eq!(run.finish_reason.as_deref(), Some("aborted"));
+    assert_eq!(session.run("again").await.unwrap().final_response, "next");
+    assert!(client.close().await.unwrap().success());
+}
