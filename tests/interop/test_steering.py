@@ -422,11 +422,38 @@ def test_the_official_sdk_cancels_a_running_turn_from_another_thread(make_harnes
     runner.start()
     deadline = time.monotonic() + 10
     answer = {"turn": None}
+    from deepseek_harness.errors import JsonRpcError
+
     while answer["turn"] is None and time.monotonic() < deadline:
-        answer = harness.client.request("session/cancel", {"sessionId": SID}, response_model=_Result).model_dump()
+        try:
+            answer = harness.client.request("session/cancel", {"sessionId": SID}, response_model=_Result).model_dump()
+        except JsonRpcError as error:  # the prompt has not created the session yet
+            assert "unknown SDK session" in str(error)
         time.sleep(0.02)
     runner.join(10)
     assert answer == {"turn": 1, "droppedPrompts": 0}
     assert results and results[0].events[-1]["type"] == "turn/end"
     assert results[0].events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "client"}}
     assert session.run("again").final_response == "after"
+
+
+def test_a_subagent_asks_through_its_root_sessions_client(make_raw, workspace, scenario):
+    import json
+
+    path = Path(scenario([call("subagent", {"description": "Helper", "prompt": "CHILD-ESCALATES now"}),
+                          {"text": "delegated"}, {"text": "child reported"}]))
+    data = json.loads(path.read_text())
+    data["agents"] = [{"when": "CHILD-ESCALATES", "replies": [
+        bash("touch child-ran.txt", "toolu_c", escalate=True), {"text": "child done"}]}]
+    path.write_text(json.dumps(data))
+    raw = make_raw()
+    raw.initialize(workspace, model=str(path), clientCapabilities={"approvals": True})
+    raw.prompt(SID, "delegate")
+    _, started = raw.wait_for(lambda f: f.get("method") == "subagent.started", what="subagent.started")
+    child = started["params"]["childSessionId"]
+    _, request = next_approval(raw)
+    assert (request["params"]["sessionId"], request["params"]["rootSessionId"]) == (child, SID)
+    answer(raw, request, {"decision": "allow-once"})
+    raw.wait_for(lambda f: f.get("method") == "subagent.finished", what="subagent.finished")
+    assert (workspace / "child-ran.txt").exists()
+    assert [e["data"]["outcome"] for e in events(raw, "approval/decided", child)] == ["approved"]

@@ -20,6 +20,8 @@
 //!   trailing `\n`);
 //! * [`methods`] and [`notifications`] hold typed serde structs for every
 //!   method's params (with their validation) and result and the four notifications;
+//! * [`schema`] is the JSON Schema of all of it, generated from these
+//!   types (`dsh --print-schema`);
 //! * [`catalog`] is the event vocabulary: one payload type per session
 //!   event, the [`SessionEvent`](catalog::SessionEvent) envelope, and the
 //!   [`message`]s the events carry.
@@ -49,7 +51,9 @@
 //! 3. `catalog`, `methods` — the event vocabulary; every method's params
 //!    and result
 //! 4. `notifications` — the four notifications
-//! 5. `outgoing` — the exact bytes of responses, errors and notifications
+//! 5. `outgoing`, `schema` — the exact bytes of responses, errors and
+//!    notifications; the JSON Schema of every method, notification and
+//!    event
 //! 6. `writer`, `id_scan` — the one writer of the protocol fd; the id of a
 //!    line that is not JSON
 //! 7. `incoming` — a line read as the official runtime reads it
@@ -67,6 +71,9 @@ pub mod lenient;
 pub mod message;
 pub mod methods;
 pub mod notifications;
+/// The JSON Schema of every method, notification and event payload,
+/// generated from the wire types.
+pub mod schema;
 pub mod surrogates;
 
 pub use id::RequestId;

@@ -1,6 +1,7 @@
 //! Model-visible messages (`user`, `system`, `assistant`, `tool`) as the
 //! session log and the wire carry them, in the official key order.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -29,7 +30,9 @@ pub fn text_of(content: &[Value]) -> impl Iterator<Item = &str> {
 macro_rules! role {
     ($name:ident, $value:literal) => {
         #[doc = concat!("The literal role `", $value, "`.")]
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[derive(
+            Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema,
+        )]
         pub enum $name {
             #[doc = concat!("`", $value, "`")]
             #[default]
@@ -45,7 +48,7 @@ role!(AssistantRole, "assistant");
 role!(ToolRole, "tool");
 
 /// A user message: `{content, source, role, id}` (official key order).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UserMessage {
     /// Content blocks, verbatim.
     pub content: Vec<Value>,
@@ -136,7 +139,7 @@ impl UserMessage {
 }
 
 /// A system message: `{role, content, source, id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SystemMessage {
     /// Always `system`.
     pub role: SystemRole,
@@ -161,7 +164,7 @@ impl SystemMessage {
 }
 
 /// An assistant message: `{role, content, source, id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AssistantMessage {
     /// Always `assistant`.
     pub role: AssistantRole,
@@ -198,7 +201,7 @@ impl AssistantMessage {
 }
 
 /// A tool result: `{role, source, toolCallId, content, isError, id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolMessage {
     /// Always `tool`.
@@ -230,7 +233,7 @@ impl ToolMessage {
 }
 
 /// Any model-visible message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Message {
     /// Role `user`.

@@ -1,6 +1,7 @@
 //! The four runtime → client notifications.
 
 use crate::catalog::{SessionEvent, SubagentProvider, TurnEndReason};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `session.event`.
@@ -13,7 +14,7 @@ pub const SUBAGENT_STARTED: &str = "subagent.started";
 pub const SUBAGENT_FINISHED: &str = "subagent.finished";
 
 /// Params of `session.event`: one event appended to a published session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionEventParams {
     /// The session the event belongs to.
@@ -23,7 +24,7 @@ pub struct SessionEventParams {
 }
 
 /// Whole-agent activity state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// The agent started working.
@@ -33,7 +34,7 @@ pub enum Status {
 }
 
 /// Params of `session.status`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatusParams {
     /// The session whose agent changed state.
@@ -43,7 +44,7 @@ pub struct SessionStatusParams {
 }
 
 /// Params of `subagent.started`, sent before any event of the child.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentStartedParams {
     /// The parent session.
@@ -53,7 +54,7 @@ pub struct SubagentStartedParams {
 }
 
 /// Params of `subagent.finished` (official key order).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentFinishedParams {
     /// `spawn` (tool `subagent`) or `fork` (tool `subagent_fork`).
@@ -74,7 +75,7 @@ pub struct SubagentFinishedParams {
 }
 
 /// `subagent.finished.status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SubagentStatus {
     /// Completed (or cut at the token cap while that counts as success).
@@ -84,7 +85,7 @@ pub enum SubagentStatus {
 }
 
 /// `subagent.finished.stopReason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SubagentStopReason {
     /// The turn completed.

@@ -67,6 +67,10 @@ pub struct Cli {
     /// A YAML configuration overlay, applied in order; repeatable.
     #[arg(long = "patch", value_name = "FILE", global = true)]
     pub patches: Vec<PathBuf>,
+    /// Print the JSON Schema of every method, notification and event of
+    /// the protocol, then exit.
+    #[arg(long, exclusive = true)]
+    pub print_schema: bool,
     /// Arguments for the profile's app (the SDK profiles take only --help).
     #[arg(
         trailing_var_arg = true,
@@ -212,6 +216,14 @@ mod tests {
             assert!(args.json && cli.profile.is_none());
             assert_eq!(args.task, ["hi"]);
         }
+    }
+
+    #[test]
+    fn print_schema_stands_alone() {
+        let cli = parse(&["--print-schema"]).unwrap();
+        assert!(cli.print_schema && cli.profile.is_none() && cli.command.is_none());
+        assert!(!parse(&["sdk"]).unwrap().print_schema);
+        assert!(parse(&["--print-schema", "--profile", "sdk"]).is_err());
     }
 
     #[test]

@@ -40,6 +40,9 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if cli.print_schema {
+        return print_schema();
+    }
     let launch = match launch::Launch::prepare(&cli) {
         Ok(launch::Prepared::Run(launch)) => launch,
         Ok(launch::Prepared::Done) => return ExitCode::SUCCESS,
@@ -97,6 +100,27 @@ fn main() -> ExitCode {
     // waiting for it.
     runtime.shutdown_background();
     ExitCode::from(code)
+}
+
+/// `dsh --print-schema`: the protocol's JSON Schema, pretty, on stdout.
+fn print_schema() -> ExitCode {
+    use std::io::Write;
+    let schema = dsh_protocol::schema::protocol_schema();
+    let text = match serde_json::to_string_pretty(&schema) {
+        Ok(text) => text,
+        Err(err) => {
+            eprintln!("dsh: cannot write the schema: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("dsh: cannot write the schema: {err}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// Serves the requests read from `input` until `shutdown`, end of input or

@@ -59,6 +59,31 @@ macro_rules! codes {
             }
         }
 
+        // Written by hand: a code is its string, and a code not listed
+        // (`Other`) is any other string.
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn schema_id() -> std::borrow::Cow<'static, str> {
+                concat!(module_path!(), "::", stringify!($name)).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "description": concat!(
+                        "One of the listed codes, or a code this runtime does not know ",
+                        "(read from another runtime's log), kept as written."
+                    ),
+                    "anyOf": [
+                        {"enum": [$($text),*]},
+                        {"type": "string"}
+                    ]
+                })
+            }
+        }
+
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let code = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;

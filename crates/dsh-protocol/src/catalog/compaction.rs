@@ -3,12 +3,13 @@
 //! `source.kind: "compact-checkpoint"`).
 
 use super::{Usage, kind};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `compaction/start {compactionId, turn}`: a span of the history is about
 /// to be condensed, before a step of `turn`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionStart<S = String> {
     /// UUIDv4 naming this compaction in its three events.
@@ -19,7 +20,7 @@ pub struct CompactionStart<S = String> {
 kind!(CompactionStart<S>, "compaction/start");
 
 /// The seqs of the first and the last message a compaction shadows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SeqRange {
     /// First shadowed seq.
     pub start: u64,
@@ -30,7 +31,7 @@ pub struct SeqRange {
 /// `compaction/summary {compactionId, summary, rawOutput, llmStreamCall,
 /// shadowedRange, shadowedSeqs, shadowedTokenCount, provider, model,
 /// maxTokens, usage}`: what the summary call answered and what it replaces.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionSummary<S = String, B = Vec<Value>> {
     /// See [`CompactionStart::compaction_id`].
@@ -62,7 +63,7 @@ kind!(CompactionSummary<S, B>, "compaction/summary");
 
 /// `compaction/end {compactionId, turn, error?}`: the compaction is over;
 /// with `error` nothing was replaced and the turn goes on uncompacted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionEnd<S = String> {
     /// See [`CompactionStart::compaction_id`].

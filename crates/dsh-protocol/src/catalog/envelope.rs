@@ -2,6 +2,7 @@
 //! ([`EventDraft`]).
 
 use super::{Event, EventPayload};
+use schemars::JsonSchema;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -14,7 +15,7 @@ use serde_json::Value;
 ///
 /// There is no event id and no parent field; parentage lives in the
 /// session header and `subagent.*` notifications.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionEvent<D = Value> {
     /// Event type, e.g. `turn/start`.
@@ -25,6 +26,9 @@ pub struct SessionEvent<D = Value> {
     /// Append time in epoch milliseconds.
     pub time: u64,
     /// Type-specific payload.
+    #[schemars(
+        description = "Type-specific payload: the protocol schema's `events` gives the schema of each `type`'s."
+    )]
     pub data: D,
     /// Seqs of earlier events this one cites (a `tool/result` cites its
     /// `tool/call`). Read both as a plain list and with runs stored as
@@ -94,7 +98,7 @@ fn expand_runs<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<
 }
 
 /// `surfaceOp`: how a message event changes the model-visible history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum SurfaceOp {
     /// `"append"`: the message joins the end.
@@ -112,7 +116,7 @@ impl SurfaceOp {
 }
 
 /// The literal `"append"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum AppendOp {
     /// `"append"`.
     #[serde(rename = "append")]
@@ -120,7 +124,7 @@ pub enum AppendOp {
 }
 
 /// An operation over a range of seqs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op")]
 pub enum RangeOp {
     /// `{"op":"replace","startSeq":a,"endSeq":b}`.

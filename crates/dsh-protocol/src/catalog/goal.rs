@@ -2,12 +2,13 @@
 //! rounds (`create_goal`, `update_goal`, the rounds themselves).
 
 use super::kind;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `goal/change {kind, version, operation, goal, roundsStarted, createdAt,
 /// updatedAt}`: the goal after one change. `kind` repeats the event type,
 /// as the official runtime writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GoalChange {
     /// Always `goal/change`.
@@ -28,7 +29,7 @@ pub struct GoalChange {
 kind!(GoalChange, "goal/change");
 
 /// The literal `goal/change` in a `goal/change` payload.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum GoalChangeKind {
     /// `goal/change`
     #[default]
@@ -37,7 +38,7 @@ pub enum GoalChangeKind {
 }
 
 /// `goal/change.operation`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum GoalOperation {
     /// `create_goal`.
@@ -56,7 +57,7 @@ pub enum GoalOperation {
 
 /// `goal/change.goal {id, revision, objective, phase, maxGoalRounds,
 /// blockedReason?}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GoalSnapshot {
     /// `goal-<uuid>`.
@@ -75,7 +76,7 @@ pub struct GoalSnapshot {
 }
 
 /// `goal.phase`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum GoalPhase {
     /// Rounds may run.
@@ -101,7 +102,7 @@ impl GoalPhase {
 }
 
 /// `goal.blockedReason {code, message}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BlockedReason {
     /// `model-reported` or `round-limit`.
     pub code: BlockedCode,
@@ -110,7 +111,7 @@ pub struct BlockedReason {
 }
 
 /// `blockedReason.code`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BlockedCode {
     /// The model reported the goal blocked (`update_goal` `blocked`).

@@ -2,6 +2,7 @@
 
 use super::kind;
 use crate::message::UserMessage;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `agent/inbox/spliced {target, start, removedCount?, inserted,
@@ -9,8 +10,9 @@ use serde::{Deserialize, Serialize};
 /// notice), claimed from it (`removedCount`) or cancelled (`outcome`).
 /// Applied like `Array.prototype.splice`. A writer borrows the messages
 /// (`I = &[UserMessage]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(bound = "I: JsonSchema + Default + Serialize")]
 pub struct InboxSpliced<I = Vec<UserMessage>> {
     /// The queue.
     pub target: InboxTarget,
@@ -58,7 +60,7 @@ impl<'a> InboxSpliced<&'a [UserMessage]> {
 }
 
 /// The two inbox queues.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum InboxTarget {
     /// Prompts waiting for a turn.
@@ -68,7 +70,7 @@ pub enum InboxTarget {
 }
 
 /// `agent/inbox/spliced.outcome`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SpliceOutcome {
     /// The removed entries were dropped, not claimed.

@@ -1,12 +1,13 @@
 //! Model attempts: their failures, usage and retries.
 
 use super::{LlmFailureCode, kind};
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A failed model attempt, as carried by `finish` chunks and `turn/end`.
 ///
 /// Key order `message, code, status, providerRetryAfterMs, requestId`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, thiserror::Error)]
 #[serde(rename_all = "camelCase")]
 #[error("{code}: {message}")]
 pub struct LlmFailure {
@@ -75,6 +76,26 @@ impl Serialize for Millis {
     }
 }
 
+// Written by hand: the derive would describe the private `f64` field, not
+// the positive number on the wire.
+impl JsonSchema for Millis {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Millis".into()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        concat!(module_path!(), "::Millis").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A delay in milliseconds: a positive number, written as an integer when whole.",
+            "type": "number",
+            "exclusiveMinimum": 0
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Millis {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let ms = f64::deserialize(deserializer)?;
@@ -84,7 +105,7 @@ impl<'de> Deserialize<'de> for Millis {
 }
 
 /// Token usage of one model reply.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Prompt tokens (not counting cache reads).
@@ -115,7 +136,7 @@ impl Usage {
 }
 
 /// `llm/retry.mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RetryMode {
     /// The only mode this runtime retries in.
@@ -124,7 +145,7 @@ pub enum RetryMode {
 
 /// `llm/retry {retryId, turn, step, provider, mode, policyKey, retry,
 /// maxRetries, delayMs, failure}`: a failed attempt will be retried.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmRetry<S = String> {
     /// Shared by every retry of one step.
@@ -151,7 +172,7 @@ pub struct LlmRetry<S = String> {
 kind!(LlmRetry<S>, "llm/retry");
 
 /// `llm/retry-started {retryId, turn, step, retry}`: the back-off ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmRetryStarted<S = String> {
     /// As in the `llm/retry` before it.

@@ -104,6 +104,31 @@ macro_rules! kind {
 }
 use kind;
 
+/// Schema transform of an enum tagged by `kind` with a `#[serde(other)]`
+/// variant: that variant's alternative takes any `kind` not listed (as
+/// serde reads it), where the derive would allow only `"other"`.
+fn other_kind(schema: &mut schemars::Schema) {
+    let Some(Value::Array(variants)) = schema.get_mut("oneOf") else {
+        return;
+    };
+    let is_other = |variant: &Value| {
+        variant
+            .pointer("/properties/kind/const")
+            .is_some_and(|kind| kind == "other")
+    };
+    let known: Vec<Value> = variants
+        .iter()
+        .filter(|variant| !is_other(variant))
+        .filter_map(|variant| variant.pointer("/properties/kind/const"))
+        .cloned()
+        .collect();
+    for variant in variants.iter_mut().filter(|variant| is_other(variant)) {
+        if let Some(kind) = variant.pointer_mut("/properties/kind") {
+            *kind = serde_json::json!({"type": "string", "not": {"enum": known}});
+        }
+    }
+}
+
 /// An event whose type this runtime does not know (written by a newer
 /// runtime): kept as it was read, so the log still loads and resumes.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,6 +161,20 @@ macro_rules! catalogue {
                     kind: kind.to_owned(),
                     data: data.clone(),
                 }))
+            }
+        }
+
+        impl Event {
+            /// Every event type of the catalogue, in its order.
+            pub const KINDS: &'static [&'static str] = &[$(<$ty as EventKind>::KIND,)*];
+
+            /// Every event type of the catalogue with the JSON Schema of its
+            /// payload, in catalogue order; the definitions the schemas refer
+            /// to are left in `generator`.
+            pub(crate) fn payload_schemas(
+                generator: &mut schemars::SchemaGenerator,
+            ) -> Vec<(&'static str, schemars::Schema)> {
+                vec![$((<$ty as EventKind>::KIND, generator.subschema_for::<$ty>()),)*]
             }
         }
 

@@ -2,11 +2,12 @@
 //! directory, resume markers.
 
 use super::kind;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `session/title {title, messageSeqs, source}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionTitle {
     /// The title.
@@ -19,8 +20,9 @@ pub struct SessionTitle {
 kind!(SessionTitle, "session/title");
 
 /// `session/title.source`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[schemars(transform = super::other_kind)]
 pub enum TitleSource {
     /// Cut from the first prompt.
     Fallback,
@@ -32,7 +34,7 @@ pub enum TitleSource {
 /// `request/header {header, reason}`: the request configuration, announced
 /// before the first request and again after a resume. A writer borrows the
 /// tool list (`T = &[ToolSpec]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequestHeader<T = Value> {
     /// The configuration.
     pub header: RequestHeaderBody<T>,
@@ -42,7 +44,7 @@ pub struct RequestHeader<T = Value> {
 kind!(RequestHeader<T>, "request/header");
 
 /// `request/header.header {config, adapterDefaults?, tools?}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestHeaderBody<T = Value> {
     /// Provider, model, effort and token cap, in the route's order.
@@ -53,11 +55,12 @@ pub struct RequestHeaderBody<T = Value> {
     /// The tools advertised (absent when there are none: the official reader
     /// refuses an empty list).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<super::ToolSpec>", length(min = 1))]
     pub tools: Option<T>,
 }
 
 /// `request/header.reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum HeaderReason {
     /// The session's first request.
@@ -70,7 +73,7 @@ pub enum HeaderReason {
 }
 
 /// `request/context {provider, model, contextWindow, systemPromptUpdate?}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestContext<S = String> {
     /// The provider.
@@ -86,7 +89,7 @@ pub struct RequestContext<S = String> {
 kind!(RequestContext<S>, "request/context");
 
 /// `permission/preset {preset}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PermissionPreset<S = String> {
     /// The permission mode the session starts with.
     pub preset: S,
@@ -94,7 +97,7 @@ pub struct PermissionPreset<S = String> {
 kind!(PermissionPreset<S>, "permission/preset");
 
 /// `sandbox/mode {mode, source?}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxMode<S = String> {
     /// The sandbox mode.
     pub mode: S,
@@ -105,7 +108,7 @@ pub struct SandboxMode<S = String> {
 kind!(SandboxMode<S>, "sandbox/mode");
 
 /// `approval/policy {policy, source?}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalPolicy<S = String> {
     /// When the session asks for approval.
     pub policy: S,
@@ -116,7 +119,7 @@ pub struct ApprovalPolicy<S = String> {
 kind!(ApprovalPolicy<S>, "approval/policy");
 
 /// `working-directory/change {cwd}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkingDirectoryChange {
     /// The new effective directory.
     pub cwd: String,
@@ -125,7 +128,7 @@ kind!(WorkingDirectoryChange, "working-directory/change");
 
 /// `session/end-seed {}`: appended by every resume, disk only; `{"inherited":
 /// true}` ends the events a forked child copied from its parent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionEndSeed {
     /// Set on the seam of a fork's inherited events.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,11 +2,12 @@
 //! (`subagent/descriptor`) and in its parent's (`subagent/catalog`).
 
 use super::kind;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How a child came to be: `spawn` (tool `subagent`, a fresh context) or
 /// `fork` (tool `subagent_fork`, the parent's completed turns).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SubagentProvider {
     /// A fresh context.
@@ -27,7 +28,7 @@ impl SubagentProvider {
 
 /// `mode` of a child: `continuable` (it can be sent further messages after
 /// it settles; the only mode observed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SubagentMode {
     /// Takes further messages after settling.
@@ -37,7 +38,7 @@ pub enum SubagentMode {
 /// `subagent/descriptor {version: 3, mode, provider, label, agentProvider,
 /// agentModel, agentReasoningEffort}`: the first event of a child's log
 /// (written before the child is published, never notified).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentDescriptor {
     /// Format generation: 3.
@@ -66,7 +67,7 @@ impl SubagentDescriptor {
 
 /// `subagent/catalog {version: 0, childId, childCreatedAt, mode, label}`:
 /// the parent's record of a child it started.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentCatalog {
     /// Format generation: 0.

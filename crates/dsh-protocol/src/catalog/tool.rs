@@ -2,12 +2,13 @@
 
 use super::{ToolErrorCode, kind};
 use crate::message::ToolMessage;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A tool as advertised to the model: `{name, description, parameters}`
 /// (also the `tools` of `request/header`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolSpec {
     /// Tool name.
     pub name: String,
@@ -19,7 +20,7 @@ pub struct ToolSpec {
 
 /// `tool/call {turn, step, callId, name, arguments}`: a call about to run.
 /// A writer borrows the strings (`S = &str`): the arguments can be large.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall<S = String> {
     /// Turn number.
@@ -37,7 +38,7 @@ kind!(ToolCall<S>, "tool/call");
 
 /// `tool/result {turn, step, message, meta?, error?}`. A writer borrows the
 /// message (`M = &ToolMessage`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolResult<M = ToolMessage> {
     /// Turn number.
     pub turn: u32,
@@ -55,7 +56,7 @@ pub struct ToolResult<M = ToolMessage> {
 kind!(ToolResult<M>, "tool/result");
 
 /// The structured failure of a call: `{name, code}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolError {
     /// Error class name, e.g. `ToolNotFoundError`.
     pub name: String,

@@ -3,11 +3,12 @@
 //! host accepts.
 
 use super::{EventPayload, kind};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 /// `job/registered {jobId, owner, kind, label, startedAt, toolCall}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobRegistered {
     /// `bash-<16 hex>` or `workflow-<16 hex>`.
@@ -26,7 +27,7 @@ pub struct JobRegistered {
 kind!(JobRegistered, "job/registered");
 
 /// `job/registered.toolCall {callId, rootCallId}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobToolCall {
     /// The call.
@@ -37,7 +38,7 @@ pub struct JobToolCall {
 
 /// `job/settled`: the registration's fields, then `{finishedAt, status,
 /// cause, producerReported, detail}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobSettled {
     /// As registered.
@@ -57,7 +58,7 @@ pub struct JobSettled {
 kind!(JobSettled, "job/settled");
 
 /// `job/settled.status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum JobStatus {
     /// The command exited (with any code).
@@ -81,7 +82,7 @@ impl JobStatus {
 }
 
 /// `job/settled.cause`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SettleCause {
     /// The job's own process ended.
@@ -91,7 +92,7 @@ pub enum SettleCause {
 }
 
 /// `todo/write {todos}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoWrite {
     /// The whole list, as saved.
     pub todos: Vec<Todo>,
@@ -99,7 +100,7 @@ pub struct TodoWrite {
 kind!(TodoWrite, "todo/write");
 
 /// One item of the todo list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Todo {
     /// What the step is.
     pub content: String,
@@ -108,7 +109,7 @@ pub struct Todo {
 }
 
 /// The state of a todo item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
     /// Not started.
@@ -120,7 +121,7 @@ pub enum TodoStatus {
 }
 
 /// `approval/asked {id, toolName, callId, reason}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalAsked {
     /// The request's id.
@@ -137,7 +138,7 @@ kind!(ApprovalAsked, "approval/asked");
 /// `approval/decided {id, outcome, decidedBy?, scope?, message?}` (the
 /// last three are dsh's, present only when a rule, a grant or a client
 /// decided).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalDecided {
     /// The request decided.
@@ -170,7 +171,7 @@ impl ApprovalDecided {
 }
 
 /// `approval/decided.outcome`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalOutcome {
     /// No approver exists (or it cannot answer): the request failed
@@ -185,7 +186,7 @@ pub enum ApprovalOutcome {
 }
 
 /// `approval/decided.decidedBy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalDecider {
     /// The client answered `approval/request` (or failed to: timeout,
@@ -200,7 +201,7 @@ pub enum ApprovalDecider {
 }
 
 /// `approval/decided.scope` of an approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalScope {
     /// This call only.
@@ -211,7 +212,7 @@ pub enum ApprovalScope {
 
 /// `web/deepseek-search-llm-request {endpoint, apiVersion, body}`: one
 /// web search request, recorded before it is sent (never its key).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeepSeekSearchRequest {
     /// The URL the request is posted to.

@@ -2,11 +2,12 @@
 
 use super::{LlmFailure, Usage, kind};
 use crate::message::{AssistantMessage, SystemMessage, UserMessage};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `turn/start {turn}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TurnStart {
     /// Turn number, from 1.
     pub turn: u32,
@@ -14,7 +15,7 @@ pub struct TurnStart {
 kind!(TurnStart, "turn/start");
 
 /// `turn/end {turn, reason}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TurnEnd {
     /// Turn number.
     pub turn: u32,
@@ -24,8 +25,9 @@ pub struct TurnEnd {
 kind!(TurnEnd, "turn/end");
 
 /// `turn/end.reason`: `{kind[, error | reason]}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[schemars(transform = super::other_kind)]
 pub enum TurnEndReason {
     /// The model answered without asking for more tools.
     Completed,
@@ -63,8 +65,9 @@ impl TurnEndReason {
 }
 
 /// `turn/end.reason.reason` of an aborted turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[schemars(transform = super::other_kind)]
 pub enum AbortReason {
     /// The session was disposed (shutdown, end of input).
     Disposed,
@@ -78,7 +81,7 @@ pub enum AbortReason {
 }
 
 /// `step/start {turn, step}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StepStart {
     /// Turn number.
     pub turn: u32,
@@ -88,7 +91,7 @@ pub struct StepStart {
 kind!(StepStart, "step/start");
 
 /// `step/end {turn, step}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StepEnd {
     /// Turn number.
     pub turn: u32,
@@ -98,7 +101,7 @@ pub struct StepEnd {
 kind!(StepEnd, "step/end");
 
 /// `system/message {turn, step, message}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SystemMessageEvent<M = SystemMessage> {
     /// Turn number.
     pub turn: u32,
@@ -113,7 +116,7 @@ kind!(UserMessage, "user/message");
 
 /// `assistant/message {turn, step, message, usage?, stream}`. A writer
 /// borrows the message and the stream records (`M = &AssistantMessage`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AssistantMessageEvent<M = AssistantMessage, S = Value> {
     /// Turn number.
     pub turn: u32,
@@ -130,7 +133,7 @@ pub struct AssistantMessageEvent<M = AssistantMessage, S = Value> {
 kind!(AssistantMessageEvent<M, S>, "assistant/message");
 
 /// `assistant/attempt {turn, step, stream}`: a failed attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AssistantAttempt<S = Value> {
     /// Turn number.
     pub turn: u32,

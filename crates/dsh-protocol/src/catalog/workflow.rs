@@ -3,10 +3,11 @@
 //! log of the session whose `workflow` call runs the script.
 
 use super::kind;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `tool-workflow/run-start {runId, name}`: a script began to run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowRunStart {
     /// UUIDv4 naming the run in its events.
@@ -18,7 +19,7 @@ kind!(WorkflowRunStart, "tool-workflow/run-start");
 
 /// `tool-workflow/agent-start {runId, seq, label, phase?, childId}`: the
 /// script's `agent()` call number `seq` started a child.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowAgentStart {
     /// See [`WorkflowRunStart::run_id`].
@@ -36,7 +37,7 @@ pub struct WorkflowAgentStart {
 kind!(WorkflowAgentStart, "tool-workflow/agent-start");
 
 /// `tool-workflow/agent-end {runId, seq, outcome}`: that child settled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowAgentEnd {
     /// See [`WorkflowRunStart::run_id`].
@@ -49,7 +50,7 @@ pub struct WorkflowAgentEnd {
 kind!(WorkflowAgentEnd, "tool-workflow/agent-end");
 
 /// `tool-workflow/agent-end.outcome`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkflowAgentOutcome {
     /// The child answered (and reported its structured output when asked).
@@ -61,7 +62,7 @@ pub enum WorkflowAgentOutcome {
 }
 
 /// `tool-workflow/run-end {runId, stopReason}`: the script finished.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowRunEnd {
     /// See [`WorkflowRunStart::run_id`].
@@ -72,7 +73,7 @@ pub struct WorkflowRunEnd {
 kind!(WorkflowRunEnd, "tool-workflow/run-end");
 
 /// `tool-workflow/run-end.stopReason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkflowStopReason {
     /// The script returned a value.

@@ -5,6 +5,7 @@
 //! of these fields sees the official protocol unchanged.
 
 use crate::JsonObject;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -20,7 +21,8 @@ pub const PROTOCOL_VERSION: &str = "dsh-1";
 
 /// What a client declares in `initialize.clientCapabilities` (an object of
 /// booleans; unknown keys are ignored).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(extend("additionalProperties" = {"type": "boolean"}))]
 #[serde(rename_all = "camelCase")]
 pub struct ClientCapabilities {
     /// The client answers `approval/request`.
@@ -30,7 +32,7 @@ pub struct ClientCapabilities {
 
 /// The extensions this runtime supports, answered as
 /// `initialize.capabilities` to a client that asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeCapabilities {
     /// `session/cancel`.
@@ -51,21 +53,25 @@ impl RuntimeCapabilities {
 }
 
 /// The extension fields of `initialize`'s params.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeExtensions {
     /// The extension protocol version the client speaks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub protocol_version: Option<String>,
     /// What the client can do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "ClientCapabilities")]
     pub client_capabilities: Option<ClientCapabilities>,
     /// How long an `approval/request` waits for its answer, in
     /// milliseconds; `0` waits for ever. Default 300000 (5 minutes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64", range(max = MAX_SAFE_INTEGER))]
     pub approval_timeout_ms: Option<u64>,
     /// Policy rules applied before asking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "ApprovalRules")]
     pub approval_rules: Option<ApprovalRules>,
 }
 
@@ -80,7 +86,7 @@ impl InitializeExtensions {
 /// Allow and deny rules for requests of wider access: deny wins, then
 /// allow, then the client is asked (or, without one, the request fails
 /// closed as on the official runtime).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalRules {
     /// Requests these rules match are approved without asking.
@@ -93,7 +99,7 @@ pub struct ApprovalRules {
 
 /// One rule: every field given must match (data only; nothing the model
 /// wrote is run to match it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApprovalRule {
     /// The tool (`bash`, `write`, `edit`), or `*` for any.
@@ -110,10 +116,11 @@ pub struct ApprovalRule {
 }
 
 /// Params of `session/cancel`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelParams {
     /// The session whose turn stops.
+    #[schemars(length(min = 1))]
     pub session_id: String,
     /// Also drop the prompts queued behind the turn (default: they stay
     /// queued and run next).
@@ -125,7 +132,7 @@ pub struct CancelParams {
 }
 
 /// Result of `session/cancel`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelResult {
     /// The turn cancelled, or `null` when the session had none running.
@@ -135,7 +142,7 @@ pub struct CancelResult {
 }
 
 /// Params of `approval/request` (runtime → client).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequestParams {
     /// The session whose tool asks (a subagent's own session id; its
@@ -158,7 +165,7 @@ pub struct ApprovalRequestParams {
 }
 
 /// The client's answer to `approval/request`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalResponse {
     /// What the client decided.
@@ -169,7 +176,7 @@ pub struct ApprovalResponse {
 }
 
 /// `approval/request` decisions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalDecision {
     /// Run this call with the access asked for.

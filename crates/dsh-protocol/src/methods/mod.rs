@@ -17,7 +17,9 @@ pub use extensions::{
 pub use validate::ParamError;
 
 use crate::JsonObject;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use validate::MAX_SAFE_INTEGER;
 
 /// `initialize`.
 pub const INITIALIZE: &str = "initialize";
@@ -43,27 +45,31 @@ pub const DEFAULT_MODEL: &str = "deepseek-v4-flash";
 pub const SERVER_NAME: &str = "deepseek-harness-sdk-runtime";
 
 /// Params of `initialize`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
     /// Workspace directory of sessions created afterwards (made absolute).
     pub cwd: String,
     /// Model provider (`deepseek-official`, `scripted`, …);
     /// [`DEFAULT_PROVIDER`] when absent or `null`.
+    #[schemars(default = "default_provider")]
     pub provider: String,
     /// Model id, passed to the provider as is; [`DEFAULT_MODEL`] when absent
     /// or `null`.
+    #[schemars(default = "default_model")]
     pub model: String,
     /// `off | low | high | max`; the provider default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", length(min = 1))]
     pub reasoning_effort: Option<String>,
     /// Output token cap per model request; the provider default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64", range(min = 1, max = MAX_SAFE_INTEGER))]
     pub max_tokens: Option<u64>,
 }
 
 /// Result of `initialize`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// Who answered.
@@ -78,7 +84,7 @@ pub struct InitializeResult {
 }
 
 /// `serverInfo` of the `initialize` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerInfo {
     /// Always [`SERVER_NAME`].
     pub name: String,
@@ -87,18 +93,20 @@ pub struct ServerInfo {
 }
 
 /// Params of `session/prompt`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptParams {
     /// The session; created on first use.
+    #[schemars(length(min = 1))]
     pub session_id: String,
     /// Content blocks of the prompt, passed through verbatim (after image
     /// admission).
+    #[schemars(schema_with = "content_blocks_schema")]
     pub content_blocks: Vec<JsonObject>,
 }
 
 /// Result of `session/prompt`: an enqueue receipt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptResult {
     /// The id of the user message inside the receipt `agent/inbox/spliced`.
@@ -107,7 +115,7 @@ pub struct PromptResult {
 
 /// Params of `session/resume`, `session/wait` and
 /// `session/working-directory/get`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionParams {
     /// The session addressed.
@@ -115,22 +123,46 @@ pub struct SessionParams {
 }
 
 /// Params of `session/working-directory/set`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetWorkingDirectoryParams {
     /// The session addressed.
+    #[schemars(length(min = 1))]
     pub session_id: String,
     /// New directory, relative to the current effective directory or absolute.
     pub path: String,
 }
 
 /// Result of both working-directory methods.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkingDirectoryResult {
     /// The effective directory, absolute and canonical.
     pub cwd: String,
 }
 
 /// The empty result `{}` of `session/resume`, `session/wait` and `shutdown`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EmptyResult {}
+
+/// The schema default of `initialize.provider`.
+fn default_provider() -> String {
+    DEFAULT_PROVIDER.to_owned()
+}
+
+/// The schema default of `initialize.model`.
+fn default_model() -> String {
+    DEFAULT_MODEL.to_owned()
+}
+
+/// `session/prompt.contentBlocks`: objects with a string `type`, any other
+/// keys passed through.
+fn content_blocks_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"type": {"type": "string"}},
+            "required": ["type"]
+        }
+    })
+}

@@ -170,7 +170,7 @@ fn defaulted_string(params: &mut JsonObject, key: &str, default: &str) -> Option
 }
 
 /// Largest integer a JSON number can carry exactly (`2^53 − 1`).
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+pub(super) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// A positive safe integer (1 … 2^53−1), as JavaScript defines it.
 fn positive_safe_integer(value: &Value) -> Option<u64> {
