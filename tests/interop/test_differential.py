@@ -961,3 +961,22 @@ def test_a_lone_surrogate_in_the_fallback_title_is_written_like_the_official_run
     assert b"\\ufffd" not in ours[0] and "\ufffd".encode() not in ours[0]
     # The stored log holds the same title, escaped the same way.
     assert ours[1] == official[1] == [official[0]]
+
+
+def test_the_readme_states_how_many_differential_tests_this_file_holds():
+    """README's Status table names this file's test count; a stale number
+    fails here (counted as `pytest --collect-only` counts it)."""
+    import subprocess
+    import sys
+
+    here = Path(__file__)
+    readme = (here.parents[2] / "README.md").read_text(encoding="utf-8")
+    stated = re.search(r"`pytest --collect-only` counts them: (\d+) today", readme)
+    assert stated, "README no longer states the count"
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", str(here), "--collect-only", "-q", "-p", "no:cacheprovider"],
+        capture_output=True, text=True, cwd=here.parent, timeout=60,
+    )
+    count = re.search(r"(\d+) tests? collected", collected.stdout)
+    assert count, collected.stdout + collected.stderr
+    assert int(stated.group(1)) == int(count.group(1))
