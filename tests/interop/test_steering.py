@@ -457,3 +457,25 @@ def test_a_subagent_asks_through_its_root_sessions_client(make_raw, workspace, s
     raw.wait_for(lambda f: f.get("method") == "subagent.finished", what="subagent.finished")
     assert (workspace / "child-ran.txt").exists()
     assert [e["data"]["outcome"] for e in events(raw, "approval/decided", child)] == ["approved"]
+
+
+def test_policy_rules_from_a_patch_overlay_apply_to_every_session(make_raw, workspace, scenario, base_dir):
+    overlay = base_dir / "rules.yaml"
+    overlay.write_text("approvalRules:\n  deny:\n    - tool: bash\n      commandPrefix: 'touch '\n")
+    raw = make_raw(args=["--profile", "sdk", "--patch", str(overlay)])
+    raw.initialize(workspace, model=scenario([bash("touch ran.txt", escalate=True), {"text": "ok"}]),
+                   clientCapabilities={"approvals": True})
+    raw.prompt(SID, "go")
+    raw.status(SID, "idle")
+    assert not [f for f in raw.frames if f.get("method") == "approval/request"]
+    assert not (workspace / "ran.txt").exists()
+    assert [(d["outcome"], d["decidedBy"]) for d in decided(raw)] == [("rejected", "rule")]
+
+
+def test_a_bad_rule_in_a_patch_overlay_stops_the_launch(make_raw, base_dir):
+    overlay = base_dir / "rules.yaml"
+    overlay.write_text("approvalRules:\n  deny:\n    - tool: bash\n      regex: '.*'\n")
+    raw = make_raw(args=["--profile", "sdk", "--patch", str(overlay)])
+    assert raw.wait_exit() == 1
+    raw._err_reader.join(5)  # stderr read to its end
+    assert b"approvalRules" in raw.stderr and b"regex" in raw.stderr

@@ -34,6 +34,9 @@ pub struct ServerConfig {
     /// The runtime process's cwd, against which a relative `initialize.cwd`
     /// resolves.
     pub process_cwd: PathBuf,
+    /// Approval policy rules of the launch (`--patch` overlays'
+    /// `approvalRules:`), applied before those an `initialize` adds.
+    pub approval_rules: ApprovalRules,
 }
 
 /// The route and workspace committed by the last successful `initialize`.

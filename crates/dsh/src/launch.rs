@@ -393,6 +393,7 @@ impl Launch {
             registry,
             retry: self.retry,
             process_cwd: self.process_cwd,
+            approval_rules: self.env.approval_rules,
         }
     }
 }
@@ -453,6 +454,8 @@ fn resolve_home(home: &str, cwd: &Path, user_home: Option<&str>) -> PathBuf {
 #[derive(Debug, Default)]
 struct LaunchEnv {
     overlay: BTreeMap<String, String>,
+    /// Overlays' `approvalRules:` (dsh's format), lists concatenated.
+    approval_rules: dsh_protocol::methods::ApprovalRules,
 }
 
 impl LaunchEnv {
@@ -552,6 +555,13 @@ impl LaunchEnv {
                     }
                 }
                 (Some("env"), _) => return Err(invalid("env must be a mapping".into())),
+                (Some("approvalRules"), rules) => {
+                    let rules: dsh_protocol::methods::ApprovalRules =
+                        serde_yaml_ng::from_value(rules)
+                            .map_err(|e| invalid(format!("approvalRules: {e}")))?;
+                    self.approval_rules.allow.extend(rules.allow);
+                    self.approval_rules.deny.extend(rules.deny);
+                }
                 (Some(other), _) => tracing::warn!(
                     "overlay {}: key \"{other}\" is not supported and is ignored",
                     path.display()

@@ -44,8 +44,13 @@ pub fn handle(server: &Server, mut params: JsonObject) -> Result<InitializeResul
     let asks_client = extensions
         .client_capabilities
         .is_some_and(|capabilities| capabilities.approvals);
+    let mut rules = server.inner().config.approval_rules.clone();
+    if let Some(added) = extensions.approval_rules.clone() {
+        rules.allow.extend(added.allow);
+        rules.deny.extend(added.deny);
+    }
     let approvals = ApprovalSettings {
-        rules: extensions.approval_rules.clone().unwrap_or_default(),
+        rules,
         client: asks_client.then(|| Arc::clone(&server.inner().client)),
         timeout: match extensions.approval_timeout_ms {
             None => Some(DEFAULT_APPROVAL_TIMEOUT),
