@@ -1,9 +1,10 @@
 use crate::Session;
 use dsh_protocol::methods::{
     APPROVAL_REQUEST, ApprovalRequestParams, ApprovalResponse, CancelParams, CancelResult,
-    EmptyResult, INITIALIZE, InitializeExtensions, InitializeParams, SESSION_CANCEL,
-    SESSION_RESUME, SESSION_WAIT, SHUTDOWN, SessionParams, SetWorkingDirectoryParams,
-    WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET, WorkingDirectoryResult,
+    EmptyResult, EventsParams, EventsResult, INITIALIZE, InitializeExtensions, InitializeParams,
+    SESSION_CANCEL, SESSION_EVENTS, SESSION_RESUME, SESSION_WAIT, SHUTDOWN, SessionParams,
+    SetWorkingDirectoryParams, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
+    WorkingDirectoryResult,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -301,6 +302,23 @@ impl Client {
             keep_jobs,
         };
         self.call(SESSION_CANCEL, &params).await
+    }
+
+    /// `session/events` (dsh's extension): the stored events of session
+    /// `id` after `after_seq` (all when `None`), at most `limit` (the
+    /// runtime's page size when `None`).
+    pub async fn events(
+        &self,
+        id: &str,
+        after_seq: Option<u64>,
+        limit: Option<usize>,
+    ) -> Result<EventsResult, ClientError> {
+        let params = EventsParams {
+            session_id: id.to_owned(),
+            after_seq,
+            limit,
+        };
+        self.call(SESSION_EVENTS, &params).await
     }
 
     /// A handle on session `id` (created by the runtime on first use).

@@ -15,10 +15,10 @@ use crate::JsonObject;
 use crate::catalog::Event;
 use crate::methods::{
     APPROVAL_REQUEST, ApprovalRequestParams, ApprovalResponse, CancelParams, CancelResult,
-    EmptyResult, INITIALIZE, InitializeExtensions, InitializeParams, InitializeResult,
-    PromptParams, PromptResult, SESSION_CANCEL, SESSION_PROMPT, SESSION_RESUME, SESSION_WAIT,
-    SHUTDOWN, SessionParams, SetWorkingDirectoryParams, WORKING_DIRECTORY_GET,
-    WORKING_DIRECTORY_SET, WorkingDirectoryResult,
+    EmptyResult, EventsParams, EventsResult, INITIALIZE, InitializeExtensions, InitializeParams,
+    InitializeResult, PromptParams, PromptResult, SESSION_CANCEL, SESSION_EVENTS, SESSION_PROMPT,
+    SESSION_RESUME, SESSION_WAIT, SHUTDOWN, SessionParams, SetWorkingDirectoryParams,
+    WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET, WorkingDirectoryResult,
 };
 use crate::notifications::{
     SESSION_EVENT, SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED, SessionEventParams,
@@ -99,6 +99,7 @@ pub fn protocol_schema() -> Value {
             writes.subschema_for::<EmptyResult>().to_value(),
         ),
         method::<CancelParams, CancelResult>(SESSION_CANCEL, &mut reads, &mut writes),
+        method::<EventsParams, EventsResult>(SESSION_EVENTS, &mut reads, &mut writes),
     ];
     // The runtime's request: it writes the params and reads the answer.
     let mut runtime_requests = vec![(
@@ -321,6 +322,7 @@ mod tests {
             WORKING_DIRECTORY_SET,
             SHUTDOWN,
             SESSION_CANCEL,
+            SESSION_EVENTS,
         ] {
             assert!(schema["methods"][method]["params"].is_object(), "{method}");
             assert!(schema["methods"][method]["result"].is_object(), "{method}");

@@ -2,12 +2,12 @@
 //! handler answers it.
 
 use crate::error::RpcError;
-use crate::handlers::{initialize, prompt, session, working_directory};
+use crate::handlers::{history, initialize, prompt, session, working_directory};
 use crate::server::Server;
 use dsh_protocol::Request;
 use dsh_protocol::methods::{
-    EmptyResult, INITIALIZE, SESSION_CANCEL, SESSION_PROMPT, SESSION_RESUME, SESSION_WAIT,
-    SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
+    EmptyResult, INITIALIZE, SESSION_CANCEL, SESSION_EVENTS, SESSION_PROMPT, SESSION_RESUME,
+    SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
 };
 
 /// A client → runtime method.
@@ -29,6 +29,8 @@ pub enum Method {
     Shutdown,
     /// `session/cancel` (dsh's extension).
     Cancel,
+    /// `session/events` (dsh's extension).
+    Events,
 }
 
 /// How the request loop runs a request.
@@ -61,6 +63,7 @@ impl Method {
             WORKING_DIRECTORY_SET => Self::SetWorkingDirectory,
             SHUTDOWN => Self::Shutdown,
             SESSION_CANCEL => Self::Cancel,
+            SESSION_EVENTS => Self::Events,
             other => return Err(RpcError::UnknownMethod(other.to_owned())),
         })
     }
@@ -77,7 +80,7 @@ impl Method {
             Self::Prompt => RunMode::Acknowledged,
             // A wait lasts until the session is idle; a resume reads a log
             // of any size. Neither may hold up the requests after it.
-            Self::Resume | Self::Wait => RunMode::Concurrent,
+            Self::Resume | Self::Wait | Self::Events => RunMode::Concurrent,
             Self::Shutdown => RunMode::Shutdown,
         }
     }
@@ -94,6 +97,7 @@ pub async fn dispatch(server: &Server, method: Method, request: Request) {
         Method::GetWorkingDirectory => server.respond(&id, working_directory::get(server, params)),
         Method::SetWorkingDirectory => server.respond(&id, working_directory::set(server, params)),
         Method::Cancel => server.respond(&id, session::cancel(server, params)),
+        Method::Events => server.respond(&id, history::events(server, params).await),
         // The request loop has shut the server down.
         Method::Shutdown => server.respond(&id, Ok(EmptyResult {})),
     }

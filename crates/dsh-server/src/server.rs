@@ -38,6 +38,11 @@ impl Server {
         self.inner.registry()
     }
 
+    /// The session store.
+    pub(crate) fn store(&self) -> &SessionStore {
+        &self.inner.config.store
+    }
+
     pub(crate) fn publisher(&self) -> Arc<Publisher> {
         self.inner.publisher()
     }

@@ -217,3 +217,34 @@ async fn cancel_stops_the_running_turn_and_names_it() {
     assert_eq!(session.run("again").await.unwrap().final_response, "next");
     assert!(client.close().await.unwrap().success());
 }
+
+#[tokio::test]
+async fn events_pages_through_a_session_log() {
+    let dir = TempDir::new("client-events");
+    let client = HarnessClient::spawn(config(&dir)).await.unwrap();
+    client.initialize("scripted", "echo").await.unwrap();
+    let run = client.session("s-events").run("hello").await.unwrap();
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = client.events("s-events", after, Some(2)).await.unwrap();
+        assert!(page.events.len() <= 2);
+        seen.extend(page.events.iter().map(|e| (e.seq, e.kind.clone())));
+        after = page.events.last().map(|e| e.seq);
+        if !page.more {
+            assert_eq!(page.last_seq, after);
+            break;
+        }
+    }
+    // The run's events are the log's last ones (the session's first
+    // events, its policy, came before the run).
+    let notified: Vec<_> = run.events.iter().map(|e| e.kind.clone()).collect();
+    let kinds: Vec<_> = seen.iter().map(|(_, kind)| kind.clone()).collect();
+    assert_eq!(kinds[kinds.len() - notified.len()..], notified[..]);
+    assert_eq!(kinds[0], "permission/preset");
+    assert_eq!(
+        seen.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(),
+        (0..seen.len() as u64).collect::<Vec<_>>()
+    );
+    assert!(client.close().await.unwrap().success());
+}

@@ -4,8 +4,8 @@
 
 use dsh_protocol::catalog::Event;
 use dsh_protocol::methods::{
-    APPROVAL_REQUEST, INITIALIZE, SESSION_CANCEL, SESSION_PROMPT, SESSION_RESUME, SESSION_WAIT,
-    SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
+    APPROVAL_REQUEST, INITIALIZE, SESSION_CANCEL, SESSION_EVENTS, SESSION_PROMPT, SESSION_RESUME,
+    SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
 };
 use dsh_protocol::notifications::{
     SESSION_EVENT, SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED,
@@ -16,7 +16,7 @@ use std::process::Command;
 
 const REGENERATE: &str = "cargo run -p dsh -- --print-schema > docs/protocol.schema.json";
 
-const METHODS: [&str; 8] = [
+const METHODS: [&str; 9] = [
     INITIALIZE,
     SESSION_PROMPT,
     SESSION_RESUME,
@@ -25,6 +25,7 @@ const METHODS: [&str; 8] = [
     WORKING_DIRECTORY_SET,
     SHUTDOWN,
     SESSION_CANCEL,
+    SESSION_EVENTS,
 ];
 
 /// What `dsh --print-schema` prints, after checking it exits 0 quietly.

@@ -12,6 +12,12 @@ use serde_json::Value;
 /// `session/cancel`: stop a session's running turn.
 pub const SESSION_CANCEL: &str = "session/cancel";
 
+/// `session/events`: a page of a session's stored events after a seq.
+pub const SESSION_EVENTS: &str = "session/events";
+
+/// Most events one `session/events` page holds (and its default).
+pub const EVENTS_PAGE_MAX: usize = 10_000;
+
 /// `approval/request`: a request the runtime sends to its client.
 pub const APPROVAL_REQUEST: &str = "approval/request";
 
@@ -41,6 +47,8 @@ pub struct RuntimeCapabilities {
     pub approvals: bool,
     /// `approvalRules` in `initialize`.
     pub approval_rules: bool,
+    /// `session/events`.
+    pub session_events: bool,
 }
 
 impl RuntimeCapabilities {
@@ -49,6 +57,7 @@ impl RuntimeCapabilities {
         cancel: true,
         approvals: true,
         approval_rules: true,
+        session_events: true,
     };
 }
 
@@ -193,6 +202,38 @@ impl ApprovalDecision {
     pub const ALL: [Self; 3] = [Self::AllowOnce, Self::AllowSession, Self::Reject];
 }
 
+/// Params of `session/events`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsParams {
+    /// The session (open in this process or stored in `DSH_HOME`).
+    #[schemars(length(min = 1))]
+    pub session_id: String,
+    /// Only events with a greater seq (absent: from the first event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+    /// Most events returned, 1 to 10000 (default 10000); a page also ends
+    /// after 16 MiB of event data (always holding at least one event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10000))]
+    pub limit: Option<usize>,
+}
+
+/// Result of `session/events`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsResult {
+    /// The events, in seq order, as stored.
+    pub events: Vec<crate::catalog::SessionEvent>,
+    /// Whether the log holds events after the page (ask again with
+    /// `afterSeq` set to the last event's seq).
+    pub more: bool,
+    /// The seq of the log's last event when it was read (`null` for an
+    /// empty log): notifications of later seqs follow; a client merging
+    /// both by seq misses nothing and keeps nothing twice.
+    pub last_seq: Option<u64>,
+}
+
 /// Why the extension fields of `initialize` were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExtensionError {
@@ -214,6 +255,15 @@ pub enum ExtensionError {
     /// `session/cancel`: `dropQueued` or `keepJobs` is not a boolean.
     #[error("session/cancel {0} must be a boolean")]
     CancelFlag(&'static str),
+    /// `session/events`: `sessionId` is not a non-empty string.
+    #[error("session/events requires a non-empty sessionId string")]
+    EventsSessionId,
+    /// `session/events`: `afterSeq` is not a non-negative safe integer.
+    #[error("session/events afterSeq must be a non-negative safe integer")]
+    EventsAfterSeq,
+    /// `session/events`: `limit` is not an integer from 1 to 10000.
+    #[error("session/events limit must be an integer from 1 to 10000")]
+    EventsLimit,
 }
 
 /// Largest safe integer of JavaScript clients.
@@ -261,6 +311,41 @@ impl InitializeExtensions {
             client_capabilities,
             approval_timeout_ms,
             approval_rules,
+        })
+    }
+}
+
+impl EventsParams {
+    /// `sessionId` (non-empty string), `afterSeq` (absent, `null` or a
+    /// non-negative safe integer), `limit` (absent, `null` or 1–10000).
+    pub fn validate(mut params: JsonObject) -> Result<Self, ExtensionError> {
+        let session_id = match params.remove("sessionId") {
+            Some(Value::String(id)) if !id.is_empty() => id,
+            _ => return Err(ExtensionError::EventsSessionId),
+        };
+        let after_seq = match params.remove("afterSeq") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .filter(|seq| *seq <= MAX_SAFE_INTEGER)
+                    .ok_or(ExtensionError::EventsAfterSeq)?,
+            ),
+        };
+        let limit = match params.remove("limit") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|n| (1..=EVENTS_PAGE_MAX).contains(n))
+                    .ok_or(ExtensionError::EventsLimit)?,
+            ),
+        };
+        Ok(Self {
+            session_id,
+            after_seq,
+            limit,
         })
     }
 }

@@ -11,8 +11,9 @@ mod validate;
 
 pub use extensions::{
     APPROVAL_REQUEST, ApprovalDecision, ApprovalRequestParams, ApprovalResponse, ApprovalRule,
-    ApprovalRules, CancelParams, CancelResult, ClientCapabilities, ExtensionError,
-    InitializeExtensions, PROTOCOL_VERSION, RuntimeCapabilities, SESSION_CANCEL,
+    ApprovalRules, CancelParams, CancelResult, ClientCapabilities, EVENTS_PAGE_MAX, EventsParams,
+    EventsResult, ExtensionError, InitializeExtensions, PROTOCOL_VERSION, RuntimeCapabilities,
+    SESSION_CANCEL, SESSION_EVENTS,
 };
 pub use validate::ParamError;
 

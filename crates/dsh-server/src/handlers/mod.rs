@@ -2,6 +2,7 @@
 //! [`dsh_protocol::methods`] type, with the server-state checks in the
 //! official order around it, then act.
 
+pub mod history;
 pub mod initialize;
 pub mod prompt;
 pub mod session;
