@@ -1,7 +1,7 @@
 //! The JSON Schema of the whole protocol, generated from the wire types:
 //! every method's params and result, the request the runtime sends its
 //! client (`approval/request`), the four notifications and every event
-//! type's payload, in one document ([`protocol_schema`]; `dsh
+//! type's payload, in one document ([`protocol_schema`](crate::schema::protocol_schema); `dsh
 //! --print-schema` prints it).
 //!
 //! What a client sends (method params, the answer to `approval/request`)
