@@ -116,6 +116,19 @@ GLOB_NOTE = re.compile(r"\n\n\((?:Showing \d+ of \d+ paths|\d+ more matching fil
 # So is the note after a truncated grep listing (where the whole listing
 # was saved); the listing, its header and the meta are compared.
 GREP_NOTE = re.compile(r"\n\n\((?:Full grep result stored at|All \d+ matching lines|\d+ more matching lines)[^\n]*\)$")
+# The official grep runs ripgrep on several threads: the order of the files
+# in a listing varies from run to run under load (dsh lists them in one
+# fixed walk order). A listing is compared with its files sorted: the header,
+# each file's block, the limit and the meta are compared, not the order.
+GREP_LISTING = re.compile(r"^Found \d+ (?:of \d+ )?match(?:es)?\n\n")
+
+
+def sorted_grep_listing(text: str) -> str:
+    parts = text.split("\n\n")
+    header, rest = parts[0], parts[1:]
+    notes = [p for p in rest if p.startswith("(")]
+    blocks = sorted(p for p in rest if not p.startswith("("))
+    return "\n\n".join([header, *blocks, *notes])
 
 
 # A re-encoded read_image copy: JPEG and WebP encoders differ byte-wise,
@@ -146,6 +159,8 @@ JOB_ID = re.compile(r"\bbash-[0-9a-f]{16}\b")
 def mask_notes(value):
     if isinstance(value, dict):
         value = {k: mask_notes(v) for k, v in value.items()}
+        if value.get("shape") == "matches" and isinstance(value.get("files"), list):
+            value["files"] = sorted(value["files"], key=lambda f: f.get("path", ""))
         if value.get("mediaType") in REENCODED and "attachmentId" in value:
             value["attachmentId"] = value["bytes"] = "<encoder-dependent>"
         return value
@@ -155,6 +170,8 @@ def mask_notes(value):
         value = JOB_ID.sub("bash-<job>", value)
         value = GLOB_NOTE.sub("\n\n(<glob truncation note>)", value)
         value = GREP_NOTE.sub("\n\n(<grep truncation note>)", value)
+        if GREP_LISTING.match(value):
+            value = sorted_grep_listing(value)
         value = IMAGE_BYTES.sub(r"\1<n>\2", value)
         return DOWNSCALE_NOTE.sub(r"\1<note>)", value)
     return value
