@@ -241,16 +241,10 @@ impl Client {
         closed(&self.stderr_tail)
     }
 
-    /// `initialize` with the client's cwd.
+    /// `initialize` with the client's cwd (the official params only).
     pub async fn initialize(&self, provider: &str, model: &str) -> Result<Value, ClientError> {
-        let params = InitializeParams {
-            cwd: self.cwd.to_string_lossy().into_owned(),
-            provider: provider.to_owned(),
-            model: model.to_owned(),
-            reasoning_effort: None,
-            max_tokens: None,
-        };
-        self.call(INITIALIZE, &params).await
+        self.initialize_with(provider, model, &InitializeExtensions::default())
+            .await
     }
 
     /// `initialize` with dsh's extension fields (client capabilities,

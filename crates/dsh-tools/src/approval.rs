@@ -153,15 +153,8 @@ pub(crate) fn shown(text: &str) -> Value {
     if text.len() <= SHOWN_MAX_BYTES {
         return Value::from(text);
     }
-    let end = (0..=SHOWN_MAX_BYTES)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    Value::from(format!(
-        "{}…[{} more bytes]",
-        &text[..end],
-        text.len() - end
-    ))
+    let kept = crate::lines::prefix_within(text, SHOWN_MAX_BYTES);
+    Value::from(format!("{kept}…[{} more bytes]", text.len() - kept.len()))
 }
 
 /// Checks a call's `sandbox_permissions` and `justification` against the

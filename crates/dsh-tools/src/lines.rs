@@ -1,12 +1,24 @@
 //! Lines of a byte buffer exactly as `str::lines` splits the same bytes
 //! decoded lossily, without decoding or collecting them: `read` counts and
 //! skips millions of lines this way and decodes only the ones it shows.
+//! And a text cut to a byte length at a character boundary (`grep`'s long
+//! lines, the arguments an approval request shows).
 
 /// How many lines `str::lines` finds in `bytes` (decoded lossily).
 pub(crate) fn count(bytes: &[u8]) -> u64 {
     let newlines = memchr::memchr_iter(b'\n', bytes).count() as u64;
     let unterminated = !bytes.is_empty() && bytes.last() != Some(&b'\n');
     newlines + u64::from(unterminated)
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends at a
+/// character boundary.
+pub(crate) fn prefix_within(text: &str, max: usize) -> &str {
+    let end = (0..=max.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    &text[..end]
 }
 
 /// The lines of a buffer: split at `\n`, a `\r` before it removed, no empty
@@ -42,6 +54,15 @@ impl<'a> Iterator for Lines<'a> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_prefix_ends_at_a_character_boundary_within_the_bytes() {
+        assert_eq!(super::prefix_within("abc", 5), "abc");
+        assert_eq!(super::prefix_within("abc", 2), "ab");
+        // "é" is two bytes: a cut through it keeps what comes before.
+        assert_eq!(super::prefix_within("aé", 2), "a");
+        assert_eq!(super::prefix_within("😀", 3), "");
+    }
+
     use super::*;
 
     fn same_as_str_lines(bytes: &[u8]) {

@@ -478,9 +478,8 @@ fn clip(line: &str) -> String {
     if line.len() <= MAX_LINE_BYTES {
         return line.to_owned();
     }
-    let end = (0..=MAX_LINE_BYTES)
-        .rev()
-        .find(|&i| line.is_char_boundary(i))
-        .unwrap_or(0);
-    format!("{} (line truncated)", &line[..end])
+    format!(
+        "{} (line truncated)",
+        crate::lines::prefix_within(line, MAX_LINE_BYTES)
+    )
 }
