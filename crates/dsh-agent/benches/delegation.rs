@@ -157,6 +157,7 @@ fn parent(model: &str, clock: &Arc<Clock>, workspace: PathBuf) -> Agent {
         sessions: Some(Arc::new(Host(Arc::clone(clock)))),
         lineage: Lineage::default(),
         approvals: Default::default(),
+        prices: Default::default(),
     };
     Agent::create(config, Start::New)
 }

@@ -72,6 +72,7 @@ fn new_agent(observer: &Arc<CountingObserver>, store: Option<&SessionStore>) -> 
         sessions: None,
         lineage: dsh_agent::Lineage::default(),
         approvals: Default::default(),
+        prices: Default::default(),
     };
     Agent::create(config, Start::New)
 }

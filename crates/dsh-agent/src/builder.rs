@@ -6,6 +6,7 @@
 //! idle, …): implement that method of [`Feature`] and list the feature in
 //! [`hooks`].
 
+use crate::accounting::Accounting;
 use crate::compaction::Compaction;
 use crate::core::{
     self, Agent, AgentConfig, AgentTool, ChildSpec, Feature, Features, Hooks, Roster, Spawner,
@@ -44,7 +45,8 @@ fn build(config: AgentConfig, start: Start, roster: Arc<Roster>) -> Agent {
 
 /// The features called at the core's fixed points, in order.
 fn hooks(profile: &Profile) -> Hooks {
-    let mut features: Vec<Arc<dyn Feature>> = vec![Arc::new(Compaction)];
+    // Accounting first: a budget ends the turn before compaction spends.
+    let mut features: Vec<Arc<dyn Feature>> = vec![Arc::new(Accounting), Arc::new(Compaction)];
     if profile.reads_project_context() {
         features.push(Arc::new(ProjectContext));
     }

@@ -23,7 +23,7 @@
 //!    interfaces features plug into. It names no feature.
 //! 3. `delegation`, `web_search` — child agents (which later features
 //!    start), and the web search tool of the library.
-//! 4. `compaction`, `goals`, `plan_mode`, `project`, `repeat_guard`,
+//! 4. `accounting`, `compaction`, `goals`, `plan_mode`, `project`, `repeat_guard`,
 //!    `workflow`, `working_directory_tool` — the other features.
 //! 5. `builder` — which features each profile has; the only module that
 //!    names them all.
@@ -64,6 +64,7 @@
 //! inbox push has its splice event; `running` matches the announced
 //! status); its lock order is written on `core::Core`.
 
+mod accounting;
 mod builder;
 mod compaction;
 mod core;

@@ -109,22 +109,52 @@ pub fn events(protocol: Protocol, reply: &Reply, model: &str, input_tokens: u64)
         },
         |u| u.output_tokens,
     );
-    let input_tokens = reply.usage.map_or(input_tokens, |u| u.input_tokens);
+    let tokens = Tokens {
+        input: reply.usage.map_or(input_tokens, |u| u.input_tokens),
+        output: output_tokens,
+        cache_hit: reply.usage.and_then(|u| u.cache_hit_tokens),
+        reasoning: reply.usage.and_then(|u| u.reasoning_tokens),
+    };
     match protocol {
-        Protocol::Messages => messages(
-            &parts,
-            stop(reply, &parts),
-            model,
-            input_tokens,
-            output_tokens,
-        ),
-        Protocol::Chat => chat(
-            &parts,
-            stop(reply, &parts),
-            model,
-            input_tokens,
-            output_tokens,
-        ),
+        Protocol::Messages => messages(&parts, stop(reply, &parts), model, tokens),
+        Protocol::Chat => chat(&parts, stop(reply, &parts), model, tokens),
+    }
+}
+
+/// The usage figures a reply reports.
+#[derive(Clone, Copy)]
+struct Tokens {
+    /// Prompt tokens not served from the cache.
+    input: u64,
+    output: u64,
+    /// Prompt tokens served from the cache, when scripted.
+    cache_hit: Option<u64>,
+    /// Reasoning tokens, when scripted (chat API only).
+    reasoning: Option<u64>,
+}
+
+impl Tokens {
+    /// `message_start.message.usage` of the Messages API.
+    fn messages_usage(self) -> Value {
+        let mut usage = json!({"input_tokens": self.input, "output_tokens": 0});
+        if let Some(hit) = self.cache_hit {
+            usage["cache_read_input_tokens"] = json!(hit);
+        }
+        usage
+    }
+
+    /// The final chunk's `usage` of the chat API, as DeepSeek reports it.
+    fn chat_usage(self) -> Value {
+        let prompt = self.input + self.cache_hit.unwrap_or(0);
+        let mut usage = json!({"prompt_tokens": prompt, "completion_tokens": self.output, "total_tokens": prompt + self.output});
+        if let Some(hit) = self.cache_hit {
+            usage["prompt_cache_hit_tokens"] = json!(hit);
+            usage["prompt_cache_miss_tokens"] = json!(self.input);
+        }
+        if let Some(reasoning) = self.reasoning {
+            usage["completion_tokens_details"] = json!({"reasoning_tokens": reasoning});
+        }
+        usage
     }
 }
 
@@ -135,10 +165,11 @@ fn sse(name: &str, data: Value, delta: bool) -> Frame {
     }
 }
 
-fn messages(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) -> Vec<Frame> {
+fn messages(parts: &[Part], stop: Stop, model: &str, tokens: Tokens) -> Vec<Frame> {
+    let output = tokens.output;
     let mut frames = vec![sse(
         "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": input, "output_tokens": 0}}}),
+        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "usage": tokens.messages_usage()}}),
         false,
     )];
     for (index, part) in parts.iter().enumerate() {
@@ -195,7 +226,7 @@ fn messages(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) ->
     frames
 }
 
-fn chat(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) -> Vec<Frame> {
+fn chat(parts: &[Part], stop: Stop, model: &str, tokens: Tokens) -> Vec<Frame> {
     let chunk = |delta: Value, finish: Value| json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
     let data = |v: Value, delta: bool| Frame {
         text: format!("data: {v}\n\n"),
@@ -235,7 +266,7 @@ fn chat(parts: &[Part], stop: Stop, model: &str, input: u64, output: u64) -> Vec
         Stop::MaxTokens => "length",
     };
     frames.push(data(chunk(json!({}), json!(finish)), false));
-    frames.push(data(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}}), false));
+    frames.push(data(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": tokens.chat_usage()}), false));
     frames.push(Frame {
         text: "data: [DONE]\n\n".to_owned(),
         delta: false,

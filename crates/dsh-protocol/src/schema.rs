@@ -1,6 +1,6 @@
 //! The JSON Schema of the whole protocol, generated from the wire types:
 //! every method's params and result, the request the runtime sends its
-//! client (`approval/request`), the four notifications and every event
+//! client (`approval/request`), the notifications and every event
 //! type's payload, in one document ([`protocol_schema`](crate::schema::protocol_schema); `dsh
 //! --print-schema` prints it).
 //!
@@ -14,10 +14,11 @@
 use crate::JsonObject;
 use crate::catalog::Event;
 use crate::methods::{
-    APPROVAL_REQUEST, ApprovalRequestParams, ApprovalResponse, CancelParams, CancelResult,
+    APPROVAL_REQUEST, ApprovalRequestParams, ApprovalResponse, Budget, CancelParams, CancelResult,
     EmptyResult, EventsParams, EventsResult, INITIALIZE, InitializeExtensions, InitializeParams,
     InitializeResult, PromptParams, PromptResult, SESSION_CANCEL, SESSION_EVENTS, SESSION_PROMPT,
-    SESSION_RESUME, SESSION_WAIT, SHUTDOWN, SessionParams, SetWorkingDirectoryParams,
+    SESSION_RESUME, SESSION_USAGE, SESSION_USAGE_NOTIFICATION, SESSION_WAIT, SHUTDOWN,
+    SessionParams, SessionUsageParams, SetWorkingDirectoryParams, UsageParams, UsageResult,
     WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET, WorkingDirectoryResult,
 };
 use crate::notifications::{
@@ -70,6 +71,13 @@ pub fn protocol_schema() -> Value {
             reads.subschema_for::<InitializeExtensions>(),
         ]
     });
+    let prompt_params = json!({
+        "description": "The official params and dsh's budget fields, in one object.",
+        "allOf": [
+            reads.subschema_for::<PromptParams>(),
+            reads.subschema_for::<Budget>(),
+        ]
+    });
     let shutdown_params = json!({
         "description": "Ignored.",
         "type": "object"
@@ -80,7 +88,11 @@ pub fn protocol_schema() -> Value {
             initialize_params,
             writes.subschema_for::<InitializeResult>().to_value(),
         ),
-        method::<PromptParams, PromptResult>(SESSION_PROMPT, &mut reads, &mut writes),
+        (
+            SESSION_PROMPT,
+            prompt_params,
+            writes.subschema_for::<PromptResult>().to_value(),
+        ),
         method::<SessionParams, EmptyResult>(SESSION_RESUME, &mut reads, &mut writes),
         method::<SessionParams, EmptyResult>(SESSION_WAIT, &mut reads, &mut writes),
         method::<SessionParams, WorkingDirectoryResult>(
@@ -100,6 +112,7 @@ pub fn protocol_schema() -> Value {
         ),
         method::<CancelParams, CancelResult>(SESSION_CANCEL, &mut reads, &mut writes),
         method::<EventsParams, EventsResult>(SESSION_EVENTS, &mut reads, &mut writes),
+        method::<UsageParams, UsageResult>(SESSION_USAGE, &mut reads, &mut writes),
     ];
     // The runtime's request: it writes the params and reads the answer.
     let mut runtime_requests = vec![(
@@ -120,6 +133,10 @@ pub fn protocol_schema() -> Value {
         (
             SUBAGENT_FINISHED,
             writes.subschema_for::<SubagentFinishedParams>(),
+        ),
+        (
+            SESSION_USAGE_NOTIFICATION,
+            writes.subschema_for::<SessionUsageParams>(),
         ),
     ];
     let events = Event::payload_schemas(&mut writes);
@@ -323,6 +340,7 @@ mod tests {
             SHUTDOWN,
             SESSION_CANCEL,
             SESSION_EVENTS,
+            SESSION_USAGE,
         ] {
             assert!(schema["methods"][method]["params"].is_object(), "{method}");
             assert!(schema["methods"][method]["result"].is_object(), "{method}");
@@ -333,6 +351,7 @@ mod tests {
             SESSION_STATUS,
             SUBAGENT_STARTED,
             SUBAGENT_FINISHED,
+            SESSION_USAGE_NOTIFICATION,
         ] {
             assert!(schema["notifications"][notification].is_object());
         }

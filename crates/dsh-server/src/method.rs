@@ -7,7 +7,7 @@ use crate::server::Server;
 use dsh_protocol::Request;
 use dsh_protocol::methods::{
     EmptyResult, INITIALIZE, SESSION_CANCEL, SESSION_EVENTS, SESSION_PROMPT, SESSION_RESUME,
-    SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
+    SESSION_USAGE, SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
 };
 
 /// A client → runtime method.
@@ -31,6 +31,8 @@ pub enum Method {
     Cancel,
     /// `session/events` (dsh's extension).
     Events,
+    /// `session/usage` (dsh's extension).
+    Usage,
 }
 
 /// How the request loop runs a request.
@@ -64,6 +66,7 @@ impl Method {
             SHUTDOWN => Self::Shutdown,
             SESSION_CANCEL => Self::Cancel,
             SESSION_EVENTS => Self::Events,
+            SESSION_USAGE => Self::Usage,
             other => return Err(RpcError::UnknownMethod(other.to_owned())),
         })
     }
@@ -80,7 +83,7 @@ impl Method {
             Self::Prompt => RunMode::Acknowledged,
             // A wait lasts until the session is idle; a resume reads a log
             // of any size. Neither may hold up the requests after it.
-            Self::Resume | Self::Wait | Self::Events => RunMode::Concurrent,
+            Self::Resume | Self::Wait | Self::Events | Self::Usage => RunMode::Concurrent,
             Self::Shutdown => RunMode::Shutdown,
         }
     }
@@ -98,6 +101,7 @@ pub async fn dispatch(server: &Server, method: Method, request: Request) {
         Method::SetWorkingDirectory => server.respond(&id, working_directory::set(server, params)),
         Method::Cancel => server.respond(&id, session::cancel(server, params)),
         Method::Events => server.respond(&id, history::events(server, params).await),
+        Method::Usage => server.respond(&id, history::usage(server, params).await),
         // The request loop has shut the server down.
         Method::Shutdown => server.respond(&id, Ok(EmptyResult {})),
     }

@@ -1,8 +1,13 @@
+//! The observer that turns sessions' events, status transitions and live
+//! notices into notifications.
+
+use crate::state::Wants;
+use dsh_protocol::methods::SESSION_USAGE_NOTIFICATION;
 use dsh_protocol::notifications::{
     SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED, SessionStatusParams, Status,
 };
 use dsh_protocol::{FrameWriter, Outgoing};
-use dsh_session::{EventBytes, EventObserver, SessionStatus, TreeNotice};
+use dsh_session::{EventBytes, EventObserver, LiveNotice, SessionStatus, TreeNotice};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -11,12 +16,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Publisher {
     writer: FrameWriter,
     muted: Arc<AtomicBool>,
+    wants: Arc<Wants>,
 }
 
 impl Publisher {
-    /// A publisher writing to `writer` while `muted` is false.
-    pub fn new(writer: FrameWriter, muted: Arc<AtomicBool>) -> Self {
-        Self { writer, muted }
+    /// A publisher writing to `writer` while `muted` is false; the
+    /// optional notifications only as `wants` says.
+    pub fn new(writer: FrameWriter, muted: Arc<AtomicBool>, wants: Arc<Wants>) -> Self {
+        Self {
+            writer,
+            muted,
+            wants,
+        }
     }
 
     fn live(&self) -> bool {
@@ -48,6 +59,24 @@ impl EventObserver for Publisher {
         match Outgoing::notification(SESSION_STATUS, &params) {
             Ok(frame) => self.writer.send(frame),
             Err(err) => tracing::error!("session.status not sent: {err}"),
+        }
+    }
+
+    fn on_live(&self, _session_id: &str, notice: &LiveNotice) {
+        if !self.live() {
+            return;
+        }
+        let frame = match notice {
+            LiveNotice::Usage(params) => {
+                if !self.wants.usage.load(Ordering::Relaxed) {
+                    return;
+                }
+                Outgoing::notification(SESSION_USAGE_NOTIFICATION, params)
+            }
+        };
+        match frame {
+            Ok(frame) => self.writer.send(frame),
+            Err(err) => tracing::error!("live notification not sent: {err}"),
         }
     }
 

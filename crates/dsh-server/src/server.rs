@@ -66,6 +66,7 @@ impl Server {
             sessions: Some(Arc::new(ChildHost(Arc::downgrade(&self.inner)))),
             lineage: Lineage::default(),
             approvals: init.approvals.for_root(id),
+            prices: init.prices,
         }
     }
 

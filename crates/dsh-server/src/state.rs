@@ -9,6 +9,7 @@ use dsh_agent::{Agent, Profile};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
 use dsh_protocol::FrameWriter;
 use dsh_protocol::methods::ApprovalRules;
+use dsh_protocol::methods::PriceTable;
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{Approvals, Approver, ToolSet};
 use std::collections::{HashMap, HashSet};
@@ -46,6 +47,8 @@ pub(crate) struct Initialized {
     pub provider: Arc<dyn Provider>,
     pub cwd: PathBuf,
     pub approvals: ApprovalSettings,
+    /// Prices per model for usage figures and budgets.
+    pub prices: Arc<PriceTable>,
 }
 
 /// How the sessions created after an `initialize` decide requests for
@@ -90,7 +93,19 @@ pub(crate) struct ServerInner {
     pub client: Arc<ClientChannel>,
     pub config: ServerConfig,
     muted: Arc<AtomicBool>,
+    /// The optional notifications the client asked for.
+    pub wants: Arc<Wants>,
     state: Mutex<Registry>,
+}
+
+/// The optional notifications the client declared in `initialize`'s
+/// `clientCapabilities` (the last `initialize` decides).
+#[derive(Debug, Default)]
+pub(crate) struct Wants {
+    /// `session.usage`.
+    pub usage: AtomicBool,
+    /// `session.delta`.
+    pub deltas: AtomicBool,
 }
 
 impl ServerInner {
@@ -101,6 +116,7 @@ impl ServerInner {
             writer,
             config,
             muted: Arc::new(AtomicBool::new(false)),
+            wants: Arc::default(),
             state: Mutex::new(Registry::default()),
         }
     }
@@ -114,7 +130,11 @@ impl ServerInner {
     }
 
     pub(crate) fn publisher(&self) -> Arc<Publisher> {
-        Arc::new(Publisher::new(self.writer.clone(), Arc::clone(&self.muted)))
+        Arc::new(Publisher::new(
+            self.writer.clone(),
+            Arc::clone(&self.muted),
+            Arc::clone(&self.wants),
+        ))
     }
 
     /// Stops every notification from here on (shutdown).

@@ -38,5 +38,6 @@ pub use dsh_protocol::message::{
     text_of,
 };
 pub use log::{
-    EventBytes, EventLog, EventObserver, LogUnwritable, SessionStatus, TreeNotice, now_ms,
+    EventBytes, EventLog, EventObserver, LiveNotice, LogUnwritable, SessionStatus, TreeNotice,
+    now_ms,
 };

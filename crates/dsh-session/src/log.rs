@@ -1,6 +1,7 @@
 use crate::store::{SessionWriter, StoreError};
 use dsh_protocol::JsonRope;
 use dsh_protocol::catalog::{EventDraft, EventPayload, SessionEvent};
+use dsh_protocol::methods::SessionUsageParams;
 use dsh_protocol::notifications::{SubagentFinishedParams, SubagentStartedParams};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -72,6 +73,19 @@ pub trait EventObserver: Send + Sync {
     fn on_tree(&self, notice: &TreeNotice) {
         let _ = notice;
     }
+    /// A notification about the session that is not an event (never
+    /// persisted), ordered with its events.
+    fn on_live(&self, session_id: &str, notice: &LiveNotice) {
+        let _ = (session_id, notice);
+    }
+}
+
+/// A notification about a session that is not one of its events: never
+/// persisted, ordered after the events appended before it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LiveNotice {
+    /// `session.usage` (dsh's extension).
+    Usage(Box<SessionUsageParams>),
 }
 
 /// A session-tree notification, announced through a parent's log so that
@@ -144,6 +158,8 @@ enum Unwritten {
     Status(SessionStatus),
     /// A tree notification announced after the events before it.
     Tree(TreeNotice),
+    /// A live notice announced after the events before it.
+    Live(LiveNotice),
 }
 
 impl EventLog {
@@ -297,6 +313,18 @@ impl EventLog {
         }
     }
 
+    /// Announces `notice` after the events appended so far (never
+    /// persisted; dropped while the log is not published).
+    pub fn announce_live(&mut self, notice: LiveNotice) {
+        if self.unwritten.is_empty() {
+            if let Some(observer) = &self.observer {
+                observer.on_live(&self.session_id, &notice);
+            }
+        } else {
+            self.unwritten.push_back(Unwritten::Live(notice));
+        }
+    }
+
     /// Starts notifying this log's events and transitions to `observer`
     /// (a child's log is published only after its creation events are
     /// written, and after its parent announced it).
@@ -367,6 +395,11 @@ impl EventLog {
                         observer.on_tree(notice);
                     }
                 }
+                Unwritten::Live(notice) => {
+                    if let Some(observer) = &self.observer {
+                        observer.on_live(&self.session_id, notice);
+                    }
+                }
             }
             self.unwritten.pop_front();
         }
@@ -382,7 +415,7 @@ fn hand_over(
 ) -> Result<(), StoreError> {
     let events = unwritten.iter().filter_map(|entry| match entry {
         Unwritten::Event(raw) => Some(raw),
-        Unwritten::Status(_) | Unwritten::Tree(_) => None,
+        Unwritten::Status(_) | Unwritten::Tree(_) | Unwritten::Live(_) => None,
     });
     for raw in events.skip(*handed) {
         writer.append_rope(&raw.0)?;

@@ -146,7 +146,10 @@ async fn an_approval_handler_answers_and_the_call_runs_with_the_wider_sandbox() 
         })
     }));
     let extensions = InitializeExtensions {
-        client_capabilities: Some(ClientCapabilities { approvals: true }),
+        client_capabilities: Some(ClientCapabilities {
+            approvals: true,
+            ..ClientCapabilities::default()
+        }),
         ..InitializeExtensions::default()
     };
     let info = client

@@ -5,7 +5,8 @@
 use dsh_protocol::catalog::Event;
 use dsh_protocol::methods::{
     APPROVAL_REQUEST, INITIALIZE, SESSION_CANCEL, SESSION_EVENTS, SESSION_PROMPT, SESSION_RESUME,
-    SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
+    SESSION_USAGE, SESSION_USAGE_NOTIFICATION, SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET,
+    WORKING_DIRECTORY_SET,
 };
 use dsh_protocol::notifications::{
     SESSION_EVENT, SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED,
@@ -16,7 +17,7 @@ use std::process::Command;
 
 const REGENERATE: &str = "cargo run -p dsh -- --print-schema > docs/protocol.schema.json";
 
-const METHODS: [&str; 9] = [
+const METHODS: [&str; 10] = [
     INITIALIZE,
     SESSION_PROMPT,
     SESSION_RESUME,
@@ -26,6 +27,7 @@ const METHODS: [&str; 9] = [
     SHUTDOWN,
     SESSION_CANCEL,
     SESSION_EVENTS,
+    SESSION_USAGE,
 ];
 
 /// What `dsh --print-schema` prints, after checking it exits 0 quietly.
@@ -127,7 +129,8 @@ fn every_method_request_notification_and_event_is_described() {
             SESSION_EVENT,
             SESSION_STATUS,
             SUBAGENT_STARTED,
-            SUBAGENT_FINISHED
+            SUBAGENT_FINISHED,
+            SESSION_USAGE_NOTIFICATION
         ]
     );
     let events = schema["events"]

@@ -46,6 +46,18 @@ impl Agent {
     /// refused all the same and the turn it started ends with the error
     /// `SESSION_LOG_UNWRITABLE` before any model request.
     pub fn prompt(&self, content: Vec<Value>, ack: impl FnOnce(&str)) -> Result<(), LogUnwritable> {
+        self.prompt_with(content, |_, _| {}, ack)
+    }
+
+    /// [`prompt`](Self::prompt), with `attach` called under the state lock
+    /// with the prompt's message id before it is enqueued (a feature keeps
+    /// what belongs to the prompt, such as its budget).
+    pub(crate) fn prompt_with(
+        &self,
+        content: Vec<Value>,
+        attach: impl FnOnce(&mut super::AgentState, &str),
+        ack: impl FnOnce(&str),
+    ) -> Result<(), LogUnwritable> {
         let mut state = self.core.state();
         state.log.flush();
         if let Some(err) = state.log.unwritable() {
@@ -53,6 +65,7 @@ impl Agent {
         }
         let message = UserMessage::prompt(content);
         let id = message.id.clone();
+        attach(&mut state, &id);
         state.enqueue(InboxTarget::NextTurn, message);
         if state.wake() {
             self.core.wake.notify_one();

@@ -125,6 +125,9 @@ pub(super) async fn reply(
     let message = state
         .history
         .push_reply(seq, turn, Message::Assistant(message), total);
+    for feature in core.hooks.iter() {
+        feature.replied(core, &mut state, turn, step, usage.as_ref());
+    }
     if finish == FinishReason::MaxTokens {
         state.end_step(turn, step);
         return Err(TurnEndReason::MaxTokens);

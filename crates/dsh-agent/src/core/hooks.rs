@@ -10,7 +10,7 @@
 use super::shared::Core;
 use super::state::AgentState;
 use crate::prose::Section;
-use dsh_protocol::catalog::{Event, TurnEndReason};
+use dsh_protocol::catalog::{Event, TurnEndReason, Usage};
 use dsh_session::UserMessage;
 use dsh_session::store::ResumeFacts;
 use dsh_tools::CancellationToken;
@@ -65,6 +65,18 @@ pub(crate) trait Feature: Send + Sync {
         _cancel: &'a CancellationToken,
     ) -> HookFuture<'a, Result<bool, TurnEndReason>> {
         Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// The model replied to step `step` of `turn` (its `assistant/message`
+    /// is recorded), with the provider's `usage` if it reported one.
+    fn replied(
+        &self,
+        _core: &Core,
+        _state: &mut AgentState,
+        _turn: u32,
+        _step: u32,
+        _usage: Option<&Usage>,
+    ) {
     }
 
     /// A user message of this feature for `slot` of a step's context, if

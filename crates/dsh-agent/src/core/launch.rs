@@ -86,6 +86,7 @@ pub(crate) fn create(config: AgentConfig, start: Start, features: Features) -> A
         session_tools: Arc::new(SessionTools::new()),
         tool_host: Arc::new(AgentToolHost(weak.clone())),
         approvals: config.approvals,
+        prices: config.prices,
         hooks: features.hooks,
         cancel,
         wake: Notify::new(),

@@ -47,6 +47,8 @@ pub(crate) struct Core {
     pub tool_host: Arc<dyn ToolHost>,
     /// Who decides the tools' requests for wider access.
     pub approvals: Arc<dsh_tools::Approvals>,
+    /// Prices per model for usage figures and budgets.
+    pub prices: Arc<dsh_protocol::methods::PriceTable>,
     /// The features, called at the core's fixed points.
     pub hooks: Hooks,
     /// Cancelled when the agent is disposed; running tools stop.

@@ -46,6 +46,8 @@ pub struct AgentConfig {
     /// Who decides its tools' requests for wider access (the default:
     /// as the official runtime, no rule and no approver).
     pub approvals: Arc<dsh_tools::Approvals>,
+    /// Prices per model for usage figures and budgets.
+    pub prices: Arc<dsh_protocol::methods::PriceTable>,
 }
 
 /// How the session comes to be.

@@ -16,7 +16,7 @@ use dsh_protocol::catalog::{
     AbortReason, AssistantAttempt, EventDraft, EventPayload, HeaderReason, InboxSpliced,
     InboxTarget, StepEnd, StepStart, ToolResult, TurnEnd, TurnEndReason,
 };
-use dsh_session::{EventLog, Message, ToolMessage, TreeNotice, UserMessage};
+use dsh_session::{EventLog, LiveNotice, Message, ToolMessage, TreeNotice, UserMessage};
 use dsh_tools::{CancellationToken, ToolOutput};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -247,6 +247,22 @@ impl AgentState {
         self.log.unwritable().map(|err| TurnEndReason::Error {
             error: LlmFailure::new(LlmFailureCode::SessionLogUnwritable, err.to_string()),
         })
+    }
+
+    /// Announces a notification that is not an event (never persisted)
+    /// after the events appended so far.
+    pub fn announce_live(&mut self, notice: LiveNotice) {
+        self.log.announce_live(notice);
+    }
+
+    /// The number of the last turn started (0 before any).
+    pub fn last_turn(&self) -> u32 {
+        self.turn
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        self.log.session_id()
     }
 
     /// A feature's own state.

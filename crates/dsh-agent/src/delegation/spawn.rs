@@ -192,6 +192,7 @@ pub(crate) async fn create_child(core: &Core, plan: ChildPlan) -> Result<String,
         // The root's client answers for the whole tree; grants are the
         // child session's own.
         approvals: Arc::new(core.approvals.fresh()),
+        prices: Arc::clone(&core.prices),
     };
     let child = core.spawner.spawn(ChildSpec {
         config,

@@ -357,6 +357,7 @@ impl Rig {
             sessions: None,
             lineage: dsh_agent::Lineage::default(),
             approvals: Default::default(),
+            prices: Default::default(),
         };
         (Agent::create(config, start), seen)
     }

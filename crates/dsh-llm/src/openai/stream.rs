@@ -238,9 +238,15 @@ fn chunk_index(i: usize) -> u32 {
 
 fn usage_of(usage: &Value) -> Usage {
     let n = |p: &str| usage.pointer(p).and_then(Value::as_u64);
-    let prompt = n("/prompt_tokens").unwrap_or(0);
     let cached =
         n("/prompt_tokens_details/cached_tokens").or_else(|| n("/prompt_cache_hit_tokens"));
+    // DeepSeek also reports the misses; without `prompt_tokens` they and
+    // the hits make the prompt.
+    let prompt = n("/prompt_tokens").unwrap_or_else(|| {
+        n("/prompt_cache_miss_tokens")
+            .unwrap_or(0)
+            .saturating_add(cached.unwrap_or(0))
+    });
     let output = n("/completion_tokens").unwrap_or(0);
     let input = prompt.saturating_sub(cached.unwrap_or(0));
     Usage {
@@ -248,6 +254,7 @@ fn usage_of(usage: &Value) -> Usage {
         output_tokens: output,
         cache_read_tokens: cached,
         cache_write_tokens: None,
+        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
         total_tokens: input + output + cached.unwrap_or(0),
     }
 }

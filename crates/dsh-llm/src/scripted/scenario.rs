@@ -211,10 +211,19 @@ pub enum Stop {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedUsage {
-    /// Prompt tokens.
+    /// Prompt tokens not served from the context cache.
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
+    /// Prompt tokens served from the context cache (reported as
+    /// `cache_read_input_tokens` on the Messages API,
+    /// `prompt_cache_hit_tokens` on the chat API).
+    #[serde(default)]
+    pub cache_hit_tokens: Option<u64>,
+    /// Of the generated tokens, reasoning tokens (chat API only:
+    /// `completion_tokens_details.reasoning_tokens`).
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl Scenario {

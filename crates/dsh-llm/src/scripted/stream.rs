@@ -104,7 +104,12 @@ pub(super) fn chunks(reply: &Reply, model: &str, input_estimate: u64) -> Vec<Str
         replay_blocks.push(json!({"type": block_type}));
     }
     let usage = match reply.usage {
-        Some(u) => Usage::new(u.input_tokens, u.output_tokens),
+        Some(u) => Usage {
+            cache_read_tokens: u.cache_hit_tokens,
+            reasoning_tokens: u.reasoning_tokens,
+            total_tokens: u.input_tokens + u.output_tokens + u.cache_hit_tokens.unwrap_or(0),
+            ..Usage::new(u.input_tokens, u.output_tokens)
+        },
         None => Usage::new(input_estimate, quarter(output_chars)),
     };
     out.push(StreamChunk::Usage { usage });

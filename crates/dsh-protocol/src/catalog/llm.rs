@@ -118,6 +118,10 @@ pub struct Usage {
     /// Prompt tokens written to the provider's cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
+    /// Of the generated tokens, reasoning tokens (OpenAI-compatible
+    /// providers' `completion_tokens_details.reasoning_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
     /// Sum of all of the above.
     pub total_tokens: u64,
 }
@@ -130,6 +134,7 @@ impl Usage {
             output_tokens,
             cache_read_tokens: None,
             cache_write_tokens: None,
+            reasoning_tokens: None,
             total_tokens: input_tokens + output_tokens,
         }
     }

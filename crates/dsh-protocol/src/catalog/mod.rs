@@ -53,8 +53,8 @@ pub use tool_events::{
     TodoStatus, TodoWrite, ToolEvent,
 };
 pub use turn::{
-    AbortReason, AssistantAttempt, AssistantMessageEvent, StepEnd, StepStart, SystemMessageEvent,
-    TurnEnd, TurnEndReason, TurnStart,
+    AbortReason, AssistantAttempt, AssistantMessageEvent, BudgetLimit, StepEnd, StepStart,
+    SystemMessageEvent, TurnEnd, TurnEndReason, TurnStart,
 };
 pub use workflow::{
     WorkflowAgentEnd, WorkflowAgentOutcome, WorkflowAgentStart, WorkflowRunEnd, WorkflowRunStart,

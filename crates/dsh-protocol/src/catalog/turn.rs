@@ -75,9 +75,26 @@ pub enum AbortReason {
     Parent,
     /// The client stopped the turn (`session/cancel`, dsh's extension).
     Client,
+    /// The prompt's budget ran out (`maxCostUsd` / `maxTurns`, dsh's
+    /// extension).
+    Budget {
+        /// The limit reached.
+        limit: BudgetLimit,
+    },
     /// A cause this runtime does not know.
     #[serde(other)]
     Other,
+}
+
+/// The limit of a prompt's budget that ended its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum BudgetLimit {
+    /// `maxCostUsd`.
+    #[serde(rename = "maxCostUsd")]
+    MaxCostUsd,
+    /// `maxTurns`.
+    #[serde(rename = "maxTurns")]
+    MaxTurns,
 }
 
 /// `step/start {turn, step}`.

@@ -34,6 +34,12 @@ pub struct ClientCapabilities {
     /// The client answers `approval/request`.
     #[serde(default)]
     pub approvals: bool,
+    /// The client wants `session.delta` notifications.
+    #[serde(default)]
+    pub deltas: bool,
+    /// The client wants `session.usage` notifications.
+    #[serde(default)]
+    pub usage: bool,
 }
 
 /// The extensions this runtime supports, answered as
@@ -49,6 +55,13 @@ pub struct RuntimeCapabilities {
     pub approval_rules: bool,
     /// `session/events`.
     pub session_events: bool,
+    /// `session.delta`, when the client declares `deltas`.
+    pub deltas: bool,
+    /// `session.usage` (when the client declares `usage`), `session/usage`,
+    /// `initialize.prices`.
+    pub usage: bool,
+    /// `maxCostUsd` and `maxTurns` in `session/prompt`.
+    pub budgets: bool,
 }
 
 impl RuntimeCapabilities {
@@ -58,6 +71,9 @@ impl RuntimeCapabilities {
         approvals: true,
         approval_rules: true,
         session_events: true,
+        deltas: true,
+        usage: true,
+        budgets: true,
     };
 }
 
@@ -82,6 +98,11 @@ pub struct InitializeExtensions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "ApprovalRules")]
     pub approval_rules: Option<ApprovalRules>,
+    /// Prices per model for `session.usage` and budgets (USD per million
+    /// tokens); the defaults are DeepSeek's published prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "super::usage::PriceTable")]
+    pub prices: Option<super::usage::PriceTable>,
 }
 
 impl InitializeExtensions {
@@ -264,6 +285,18 @@ pub enum ExtensionError {
     /// `session/events`: `limit` is not an integer from 1 to 10000.
     #[error("session/events limit must be an integer from 1 to 10000")]
     EventsLimit,
+    /// `initialize`: `prices` does not fit its shape.
+    #[error("initialize prices: {0}")]
+    Prices(String),
+    /// `session/usage`: `sessionId` is not a non-empty string.
+    #[error("session/usage requires a non-empty sessionId string")]
+    UsageSessionId,
+    /// `session/prompt`: `maxCostUsd` is not a positive number.
+    #[error("session/prompt maxCostUsd must be a positive number")]
+    MaxCostUsd,
+    /// `session/prompt`: `maxTurns` is not a positive integer.
+    #[error("session/prompt maxTurns must be a positive integer")]
+    MaxTurns,
 }
 
 /// Largest safe integer of JavaScript clients.
@@ -284,8 +317,11 @@ impl InitializeExtensions {
                 if !map.values().all(Value::is_boolean) {
                     return Err(ExtensionError::ClientCapabilities);
                 }
+                let flag = |name: &str| map.get(name).and_then(Value::as_bool) == Some(true);
                 Some(ClientCapabilities {
-                    approvals: map.get("approvals").and_then(Value::as_bool) == Some(true),
+                    approvals: flag("approvals"),
+                    deltas: flag("deltas"),
+                    usage: flag("usage"),
                 })
             }
             Some(_) => return Err(ExtensionError::ClientCapabilities),
@@ -306,11 +342,13 @@ impl InitializeExtensions {
                     .map_err(|err| ExtensionError::ApprovalRules(err.to_string()))?,
             ),
         };
+        let prices = super::usage::PriceTable::take(params)?;
         Ok(Self {
             protocol_version,
             client_capabilities,
             approval_timeout_ms,
             approval_rules,
+            prices,
         })
     }
 }
@@ -403,7 +441,10 @@ mod tests {
         assert!(taken.any());
         assert_eq!(
             taken.client_capabilities,
-            Some(ClientCapabilities { approvals: true })
+            Some(ClientCapabilities {
+                approvals: true,
+                ..ClientCapabilities::default()
+            })
         );
         assert_eq!(taken.approval_timeout_ms, Some(0));
         let rules = taken.approval_rules.unwrap_or_default();

@@ -7,6 +7,7 @@
 //! ([`ParamError`]).
 
 mod extensions;
+mod usage;
 mod validate;
 
 pub use extensions::{
@@ -14,6 +15,11 @@ pub use extensions::{
     ApprovalRules, CancelParams, CancelResult, ClientCapabilities, EVENTS_PAGE_MAX, EventsParams,
     EventsResult, ExtensionError, InitializeExtensions, PROTOCOL_VERSION, RuntimeCapabilities,
     SESSION_CANCEL, SESSION_EVENTS,
+};
+pub use usage::{
+    ANY_MODEL, Budget, ContextUsage, ModelPrice, PriceTable, SESSION_USAGE,
+    SESSION_USAGE_NOTIFICATION, SessionUsageParams, TokenCounts, TurnUsage, UsageFigures,
+    UsageLedger, UsageParams, UsageResult,
 };
 pub use validate::ParamError;
 

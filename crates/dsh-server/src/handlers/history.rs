@@ -1,14 +1,24 @@
-//! `session/events` (dsh's extension): a page of a session's stored events
-//! after a seq, for a session open in this process (its log flushed first)
-//! or one only on disk, written by dsh or by the official runtime.
+//! `session/events` and `session/usage` (dsh's extensions): a page of a
+//! session's stored events after a seq, and its usage summed from its
+//! log, for a session open in this process (its log flushed first) or one
+//! only on disk, written by dsh or by the official runtime.
 
 use crate::error::RpcError;
 use crate::server::Server;
 use dsh_protocol::JsonObject;
 use dsh_protocol::catalog::SessionEvent;
-use dsh_protocol::methods::{EVENTS_PAGE_MAX, EventsParams, EventsResult};
+use dsh_protocol::catalog::{AssistantMessageEvent, EventKind, SessionEndSeed, Usage};
+use dsh_protocol::methods::{
+    ContextUsage, EVENTS_PAGE_MAX, EventsParams, EventsResult, PriceTable, TokenCounts, TurnUsage,
+    UsageLedger, UsageParams, UsageResult,
+};
 use dsh_session::store::{SessionReader, SessionStore};
 use serde_json::value::RawValue;
+
+/// `assistant/message`.
+const ASSISTANT_MESSAGE: &str = <AssistantMessageEvent as EventKind>::KIND;
+/// `session/end-seed`.
+const SESSION_END_SEED: &str = <SessionEndSeed as EventKind>::KIND;
 
 /// Most bytes of event data one page holds (past it the page ends, always
 /// with at least one event).
@@ -82,5 +92,126 @@ fn page(
         events,
         more,
         last_seq: log.next_seq.checked_sub(1),
+    })
+}
+
+/// `session/usage`: a session's token counts and cost per turn and per
+/// model, summed from its log's `assistant/message.usage` (streamed; a
+/// fork's inherited replies are left out), priced with the prices of the
+/// last `initialize`.
+pub async fn usage(server: &Server, params: JsonObject) -> Result<UsageResult, RpcError> {
+    let init = server.initialized()?;
+    let UsageParams { session_id } = UsageParams::validate(params)?;
+    let window = init.route.model_info().context_window;
+    if let Some(agent) = server.session(&session_id) {
+        agent.flush();
+    }
+    let store = server.store().clone();
+    tokio::task::spawn_blocking(move || tally(&store, &session_id, &init.prices, window))
+        .await
+        .map_err(|err| RpcError::Internal(err.to_string()))?
+}
+
+/// What `session/usage` reads of an `assistant/message` (its `stream`,
+/// most of its bytes, is skipped).
+#[derive(serde::Deserialize)]
+struct Reply {
+    turn: u64,
+    message: ReplyMessage,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+/// The model a reply names.
+#[derive(serde::Deserialize)]
+struct ReplyMessage {
+    source: ReplySource,
+}
+
+/// `message.source` of a reply.
+#[derive(serde::Deserialize)]
+struct ReplySource {
+    #[serde(default)]
+    model: Option<String>,
+}
+
+/// Sums the usage of `id`'s log (blocking).
+fn tally(
+    store: &SessionStore,
+    id: &str,
+    prices: &PriceTable,
+    window: u64,
+) -> Result<UsageResult, RpcError> {
+    let location = store
+        .locate(id)?
+        .ok_or_else(|| RpcError::NotFound(id.to_owned()))?;
+    let mut total = UsageLedger::default();
+    let mut turns: Vec<(u64, UsageLedger)> = Vec::new();
+    let mut last = None;
+    let mut failed = None;
+    SessionReader::read_each::<Box<RawValue>>(&location, |event| {
+        if failed.is_some() {
+            return;
+        }
+        if event.kind == SESSION_END_SEED {
+            // A fork's inherited replies are its parent's.
+            let seed = serde_json::from_str::<SessionEndSeed>(event.data.get());
+            if seed.is_ok_and(|seed| seed.inherited == Some(true)) {
+                total = UsageLedger::default();
+                turns.clear();
+                last = None;
+            }
+            return;
+        }
+        if event.kind != ASSISTANT_MESSAGE {
+            return;
+        }
+        let reply: Reply = match serde_json::from_str(event.data.get()) {
+            Ok(reply) => reply,
+            Err(err) => {
+                failed = Some(format!("event {}: {err}", event.seq));
+                return;
+            }
+        };
+        let Some(usage) = reply.usage else { return };
+        let counts = TokenCounts::of(&usage);
+        let model = reply.message.source.model.as_deref().unwrap_or("unknown");
+        total.record(model, &counts);
+        match turns.last_mut() {
+            Some((turn, ledger)) if *turn == reply.turn => ledger.record(model, &counts),
+            _ => {
+                let mut ledger = UsageLedger::default();
+                ledger.record(model, &counts);
+                turns.push((reply.turn, ledger));
+            }
+        }
+        last = Some(counts);
+    })?;
+    if let Some(err) = failed {
+        return Err(RpcError::Internal(format!(
+            "the usage of {id} cannot be read: {err}"
+        )));
+    }
+    let by_model = total
+        .by_model
+        .iter()
+        .map(|(model, counts)| {
+            let mut one = UsageLedger::default();
+            one.record(model, counts);
+            (model.clone(), one.figures(prices))
+        })
+        .collect();
+    Ok(UsageResult {
+        session_id: id.to_owned(),
+        total: total.figures(prices),
+        by_model,
+        turns: turns
+            .into_iter()
+            .map(|(turn, ledger)| TurnUsage {
+                turn,
+                figures: ledger.figures(prices),
+            })
+            .collect(),
+        context: last.map(|counts| ContextUsage::new(&counts, window)),
     })
 }

@@ -12,6 +12,7 @@ use dsh_protocol::methods::{
 use dsh_tools::DEFAULT_APPROVAL_TIMEOUT;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Validates (after the shutting-down check: dsh's extension fields, see
@@ -58,11 +59,16 @@ pub fn handle(server: &Server, mut params: JsonObject) -> Result<InitializeResul
             Some(ms) => Some(Duration::from_millis(ms)),
         },
     };
+    let wants = extensions.client_capabilities.unwrap_or_default();
+    let shared = &server.inner().wants;
+    shared.usage.store(wants.usage, Ordering::Relaxed);
+    shared.deltas.store(wants.deltas, Ordering::Relaxed);
     server.registry().initialized = Some(Initialized {
         route,
         provider,
         cwd,
         approvals,
+        prices: Arc::new(extensions.prices.clone().unwrap_or_default()),
     });
     let extended = extensions.any();
     Ok(InitializeResult {

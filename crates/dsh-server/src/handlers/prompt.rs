@@ -3,7 +3,7 @@
 use crate::error::RpcError;
 use crate::server::Server;
 use dsh_agent::Agent;
-use dsh_protocol::methods::{PromptParams, PromptResult};
+use dsh_protocol::methods::{Budget, PromptParams, PromptResult};
 use dsh_protocol::{JsonObject, RequestId};
 use dsh_session::attachments::AdmitError;
 use serde_json::{Value, json};
@@ -19,8 +19,8 @@ use std::sync::Arc;
 /// without a copy.
 pub fn handle(server: &Server, id: &RequestId, params: JsonObject) {
     match prepare(server, params) {
-        Ok((agent, blocks)) => {
-            let accepted = agent.prompt(blocks, |message_id| {
+        Ok((agent, blocks, budget)) => {
+            let accepted = agent.prompt_within(blocks, budget, |message_id| {
                 let message_id = message_id.to_owned();
                 server.respond(id, Ok(PromptResult { message_id }));
             });
@@ -32,16 +32,22 @@ pub fn handle(server: &Server, id: &RequestId, params: JsonObject) {
     }
 }
 
+/// What a valid prompt is made of: its session, its blocks, its budget.
+type Prepared = (Arc<Agent>, Vec<Value>, Option<Budget>);
+
 /// The initialized check comes before the params checks (unlike the other
-/// session methods).
-fn prepare(server: &Server, params: JsonObject) -> Result<(Arc<Agent>, Vec<Value>), RpcError> {
+/// session methods); dsh's budget fields (`maxCostUsd`, `maxTurns`) are
+/// checked after the official ones.
+fn prepare(server: &Server, mut params: JsonObject) -> Result<Prepared, RpcError> {
     server.initialized()?;
+    let budget = Budget::take(&mut params);
     let PromptParams {
         session_id,
         content_blocks,
     } = PromptParams::validate(params)?;
+    let budget = budget?;
     let blocks = admit_images(server, content_blocks)?;
-    Ok((server.open_session(&session_id)?, blocks))
+    Ok((server.open_session(&session_id)?, blocks, budget))
 }
 
 /// SDK image blocks (`{"type":"image","data":<base64>,"mimeType":…}`) are

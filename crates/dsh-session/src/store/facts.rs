@@ -8,6 +8,7 @@ use dsh_protocol::catalog::{
     SurfaceOp,
 };
 use dsh_protocol::message::{KeptMessage, Message, SystemMessage, UserMessage};
+use dsh_protocol::methods::{TokenCounts, UsageLedger};
 
 /// The two durable inbox queues (§10.1), oldest first.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -62,6 +63,10 @@ pub struct ResumeFacts {
     pub descriptor: Option<SubagentDescriptor>,
     /// The session's goal (`goal/change`, round messages).
     pub goal: GoalFacts,
+    /// The token counts of the session's own model replies, per model (a
+    /// fork's inherited replies, before its `session/end-seed`, are its
+    /// parent's).
+    pub usage: UsageLedger,
 }
 
 /// Applies one `agent/inbox/spliced` to its queue: remove `removedCount`
@@ -179,7 +184,17 @@ impl ResumeFacts {
                 let entry = self.entry(event, Message::User(message), None);
                 surface(&mut self.history, event, entry)?;
             }
+            Event::SessionEndSeed(seed) if seed.inherited == Some(true) => {
+                self.usage = UsageLedger::default();
+            }
             Event::AssistantMessage(assistant) => {
+                if let Some(usage) = &assistant.usage {
+                    let model = assistant.message.source.get("model");
+                    let model = model
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("unknown");
+                    self.usage.record(model, &TokenCounts::of(usage));
+                }
                 let usage = assistant.usage.map(|u| u.total_tokens);
                 let entry = self.entry(event, Message::Assistant(assistant.message), usage);
                 surface(&mut self.history, event, entry)?;
