@@ -186,6 +186,10 @@ class RawClient:
         self.stderr = b""
         self.eof = False
         self._cond = threading.Condition()
+        # Cleared by pause_reading: the reader stops taking lines (the
+        # runtime's writes then block once the pipe is full).
+        self._reading = threading.Event()
+        self._reading.set()
         self._reader = threading.Thread(target=self._read_stdout, daemon=True)
         self._reader.start()
         self._err_reader = threading.Thread(target=self._read_stderr, daemon=True)
@@ -193,9 +197,20 @@ class RawClient:
 
     # -- reading ------------------------------------------------------------
 
+    def pause_reading(self) -> None:
+        """Stop reading stdout (at most one more line is taken)."""
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
+
+    def _next_line(self) -> bytes:
+        self._reading.wait()
+        return self.proc.stdout.readline()
+
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
-        for line in iter(self.proc.stdout.readline, b""):
+        for line in iter(self._next_line, b""):
             try:
                 frame = json.loads(line.decode("utf-8"))
                 if not isinstance(frame, dict):

@@ -78,7 +78,9 @@ def test_capabilities_are_named_to_a_client_that_declares_its_own(make_raw, work
     raw = make_raw()
     result = raw.initialize(workspace, protocolVersion="dsh-1", clientCapabilities={"approvals": True, "future": False})
     assert result["protocolVersion"] == "dsh-1"
-    assert result["capabilities"] == {"cancel": True, "approvals": True, "approvalRules": True, "sessionEvents": True}
+    assert result["capabilities"] == {"cancel": True, "approvals": True, "approvalRules": True, "sessionEvents": True,
+                                      "deltas": True, "usage": True, "budgets": True, "sessionList": True,
+                                      "sessionFork": True}
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [

@@ -6,6 +6,9 @@ use dsh_protocol::methods::{
     SetWorkingDirectoryParams, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
     WorkingDirectoryResult,
 };
+use dsh_protocol::methods::{
+    ForkParams, ForkResult, ListParams, ListResult, SESSION_FORK, SESSION_LIST,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -313,6 +316,31 @@ impl Client {
             limit,
         };
         self.call(SESSION_EVENTS, &params).await
+    }
+
+    /// `session/list` (dsh's extension): a page of the sessions stored in
+    /// the runtime's `DSH_HOME`, newest activity first; pass the page's
+    /// `next_cursor` as `params.cursor` for the next one.
+    pub async fn list_sessions(&self, params: &ListParams) -> Result<ListResult, ClientError> {
+        self.call(SESSION_LIST, params).await
+    }
+
+    /// `session/fork` (dsh's extension): a new stored session holding
+    /// session `id`'s events through the last turn that ended at or before
+    /// `at_seq` (the last completed turn when `None`), named `new_id` (a
+    /// new UUID when `None`). Resume it to prompt it.
+    pub async fn fork_session(
+        &self,
+        id: &str,
+        at_seq: Option<u64>,
+        new_id: Option<&str>,
+    ) -> Result<ForkResult, ClientError> {
+        let params = ForkParams {
+            session_id: id.to_owned(),
+            at_seq,
+            new_session_id: new_id.map(str::to_owned),
+        };
+        self.call(SESSION_FORK, &params).await
     }
 
     /// A handle on session `id` (created by the runtime on first use).

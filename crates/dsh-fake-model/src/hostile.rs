@@ -79,12 +79,8 @@ pub fn response(protocol: Protocol, hostile: &Hostile, model: &str) -> Response<
 
 /// `reply` streamed whole, as a normal scripted reply is.
 fn whole_reply(protocol: Protocol, reply: &Reply, model: &str) -> Response<Body> {
-    stream_frames(
-        render::events(protocol, reply, model, 1),
-        None,
-        false,
-        false,
-    )
+    // The hostile reply's shape only: no stall, cut or reset.
+    stream_frames(render::events(protocol, reply, model, 1), &Reply::default())
 }
 
 /// `head`, then `piece` again and again until the client goes away.

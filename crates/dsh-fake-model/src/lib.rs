@@ -18,7 +18,8 @@
 //! "error":{type, message}}`, `request-id` and `retry-after` headers);
 //! `cut: true` ends the body cleanly after the first delta (the reply never
 //! finishes); `reset: true` breaks the connection there instead; `stall_ms`
-//! pauses after the first delta; `delay_ms` delays the response headers.
+//! pauses after the first delta; `delta_gap_ms` pauses after every delta;
+//! `delay_ms` delays the response headers.
 //! `hostile` replies attack the client: `endless-text` (a stream of text
 //! deltas that never ends), `endless-error-body` (an HTTP 500 whose body
 //! never ends), `huge-delta {bytes}` (one text delta of that size) and
@@ -46,7 +47,7 @@ mod render;
 mod search;
 
 use bytes::Bytes;
-use dsh_llm::scripted::{Scenario, ScriptKey};
+use dsh_llm::scripted::{Reply, Scenario, ScriptKey};
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
@@ -233,12 +234,7 @@ async fn handle(
     }
     let input_tokens = u64::try_from(bytes.len() / 4).unwrap_or(u64::MAX);
     let events = render::events(protocol, &reply, &model, input_tokens);
-    Ok(stream_frames(
-        events,
-        reply.stall_ms,
-        reply.cut,
-        reply.reset,
-    ))
+    Ok(stream_frames(events, &reply))
 }
 
 /// Answers a web search request from the scenario's `search` entries (a
@@ -344,13 +340,10 @@ fn full(text: String) -> Body {
 }
 
 /// Streams SSE frames; after the first delta frame, stalls and/or cuts.
-fn stream_frames(
-    frames: Vec<render::Frame>,
-    stall_ms: Option<u64>,
-    cut: bool,
-    reset: bool,
-) -> Response<Body> {
+fn stream_frames(frames: Vec<render::Frame>, reply: &Reply) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
+    let (stall_ms, cut, reset) = (reply.stall_ms, reply.cut, reply.reset);
+    let gap = reply.delta_gap_ms.map(Duration::from_millis);
     tokio::spawn(async move {
         let mut seen_delta = false;
         for frame in frames {
@@ -360,6 +353,9 @@ fn stream_frames(
                 .is_err()
             {
                 return;
+            }
+            if let Some(gap) = gap.filter(|_| frame.delta) {
+                tokio::time::sleep(gap).await;
             }
             if frame.delta && !seen_delta {
                 seen_delta = true;

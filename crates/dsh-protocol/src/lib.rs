@@ -44,8 +44,9 @@
 //! Layer 1 is the bottom; a module uses only those in its layer or below
 //! (`dsh-repo-checks`' layering test holds this list to the code):
 //!
-//! 1. `surrogates`, `id`, `reader` — lone surrogates carried through
-//!    strings; request ids; the line reader
+//! 1. `surrogates`, `id`, `reader`, `escape` — lone surrogates carried
+//!    through strings; request ids; the line reader; JSON string escaping
+//!    eight bytes at a time
 //! 2. `message`, `lenient`, `rope` — the messages events carry; JSON read
 //!    as `JSON.parse` reads it; serialised JSON kept in shared segments
 //! 3. `catalog`, `methods` — the event vocabulary; every method's params
@@ -58,6 +59,7 @@
 //!    line that is not JSON
 //! 7. `incoming` — a line read as the official runtime reads it
 
+mod escape;
 mod id;
 mod id_scan;
 mod incoming;

@@ -1,5 +1,6 @@
 use crate::JsonRope;
 use crate::RequestId;
+use crate::methods::{DeltaKind, SESSION_DELTA, SessionDeltaParams};
 use serde::Serialize;
 use std::io::Write;
 
@@ -21,6 +22,58 @@ pub struct Outgoing {
     head: Vec<u8>,
     /// A shared event and the bytes that close the frame after it.
     shared: Option<(JsonRope, &'static [u8])>,
+}
+
+/// Appends to `out` the whole `session.delta` frame (its `\n` included)
+/// of `params` whose text is `pieces` joined (`params.delta` is ignored):
+/// the pieces are escaped eight bytes at a time straight into `out`, never
+/// joined first, so a writer reusing `out` moves a long delta's text once.
+pub(crate) fn write_session_delta(
+    out: &mut Vec<u8>,
+    params: &SessionDeltaParams,
+    pieces: &[String],
+) {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Head<'a> {
+        session_id: &'a str,
+        turn: u32,
+        step: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
+        kind: DeltaKind,
+        index: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_id: Option<&'a str>,
+    }
+    let head = Head {
+        session_id: &params.session_id,
+        turn: params.turn,
+        step: params.step,
+        attempt: params.attempt,
+        kind: params.kind,
+        index: params.index,
+        call_id: params.call_id.as_deref(),
+    };
+    let start = out.len();
+    out.reserve(pieces.iter().map(String::len).sum::<usize>() + params.session_id.len() + 160);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"");
+    out.extend_from_slice(SESSION_DELTA.as_bytes());
+    out.extend_from_slice(b"\",\"params\":");
+    // Plain fields always serialise; the object's `}` is reopened.
+    let _ = serde_json::to_writer(&mut *out, &head);
+    out.pop();
+    out.extend_from_slice(b",\"delta\":\"");
+    for piece in pieces {
+        crate::escape::escape_into(out, piece);
+    }
+    out.extend_from_slice(b"\"}}");
+    // Lone surrogates (rare) become escapes as in every frame.
+    if memchr::memchr(0xF4, &out[start..]).is_some() {
+        let frame = out.split_off(start);
+        crate::surrogates::decode_into(out, &frame);
+    }
+    out.push(b'\n');
 }
 
 #[derive(Serialize)]
@@ -102,6 +155,15 @@ impl Outgoing {
             params,
         };
         serde_json::to_vec(&frame).map(Self::finish)
+    }
+
+    /// A `session.delta` notification (the bytes
+    /// [`notification`](Self::notification) writes; see
+    /// [`write_session_delta`]).
+    pub fn session_delta(params: &SessionDeltaParams) -> Self {
+        let mut head = Vec::new();
+        write_session_delta(&mut head, params, std::slice::from_ref(&params.delta));
+        Self { head, shared: None }
     }
 
     /// `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`: a request of the
@@ -200,5 +262,34 @@ mod tests {
         let params = json!({"sessionId": "s é\u{10FFFF}\u{10F000}", "event": value});
         let built = Outgoing::notification("session.event", &params).unwrap();
         assert_eq!(text(&built), expected);
+    }
+
+    #[test]
+    fn a_delta_frame_is_the_frame_serde_writes() {
+        for (attempt, call_id, delta) in [
+            (None, None, "plain"),
+            (
+                Some(2),
+                Some("call-1"),
+                "with \"quotes\", a \\ and\nlines\u{1}",
+            ),
+            (None, Some("c"), ""),
+        ] {
+            let params = SessionDeltaParams {
+                session_id: "s-\"1".into(),
+                turn: 3,
+                step: 4,
+                attempt,
+                kind: DeltaKind::ToolArguments,
+                index: 5,
+                call_id: call_id.map(str::to_owned),
+                delta: delta.into(),
+            };
+            let serde = Outgoing::notification(SESSION_DELTA, &params).map(|f| f.to_vec());
+            assert_eq!(
+                Ok(Outgoing::session_delta(&params).to_vec()),
+                serde.map_err(|e| e.to_string())
+            );
+        }
     }
 }

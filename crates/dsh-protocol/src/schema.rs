@@ -21,6 +21,8 @@ use crate::methods::{
     SessionParams, SessionUsageParams, SetWorkingDirectoryParams, UsageParams, UsageResult,
     WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET, WorkingDirectoryResult,
 };
+use crate::methods::{ForkParams, ForkResult, ListParams, ListResult, SESSION_FORK, SESSION_LIST};
+use crate::methods::{SESSION_DELTA, SessionDeltaParams};
 use crate::notifications::{
     SESSION_EVENT, SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED, SessionEventParams,
     SessionStatusParams, SubagentFinishedParams, SubagentStartedParams,
@@ -112,6 +114,8 @@ pub fn protocol_schema() -> Value {
         ),
         method::<CancelParams, CancelResult>(SESSION_CANCEL, &mut reads, &mut writes),
         method::<EventsParams, EventsResult>(SESSION_EVENTS, &mut reads, &mut writes),
+        method::<ListParams, ListResult>(SESSION_LIST, &mut reads, &mut writes),
+        method::<ForkParams, ForkResult>(SESSION_FORK, &mut reads, &mut writes),
         method::<UsageParams, UsageResult>(SESSION_USAGE, &mut reads, &mut writes),
     ];
     // The runtime's request: it writes the params and reads the answer.
@@ -138,6 +142,7 @@ pub fn protocol_schema() -> Value {
             SESSION_USAGE_NOTIFICATION,
             writes.subschema_for::<SessionUsageParams>(),
         ),
+        (SESSION_DELTA, writes.subschema_for::<SessionDeltaParams>()),
     ];
     let events = Event::payload_schemas(&mut writes);
 
@@ -352,6 +357,7 @@ mod tests {
             SUBAGENT_STARTED,
             SUBAGENT_FINISHED,
             SESSION_USAGE_NOTIFICATION,
+            SESSION_DELTA,
         ] {
             assert!(schema["notifications"][notification].is_object());
         }

@@ -1,9 +1,9 @@
 use dsh_agent::WorkingDirectoryError;
 use dsh_llm::RouteError;
-use dsh_protocol::methods::{ExtensionError, ParamError};
+use dsh_protocol::methods::{ExtensionError, ParamError, SessionsParamError};
 use dsh_session::LogUnwritable;
 use dsh_session::attachments::AdmitError;
-use dsh_session::store::StoreError;
+use dsh_session::store::{ForkError, StoreError};
 
 /// Every way a request can fail. The `Display` text is the wire message,
 /// which the Python SDK shows users verbatim.
@@ -24,6 +24,12 @@ pub enum RpcError {
     /// An extension's parameter failed validation.
     #[error(transparent)]
     InvalidExtension(#[from] ExtensionError),
+    /// A `session/list` or `session/fork` parameter failed validation.
+    #[error(transparent)]
+    InvalidSessionsParams(#[from] SessionsParamError),
+    /// `session/fork` cannot fork the session.
+    #[error(transparent)]
+    Fork(#[from] ForkError),
     /// A prompt's image block cannot be admitted.
     #[error(transparent)]
     Attachment(#[from] AdmitError),

@@ -2,13 +2,14 @@
 //! handler answers it.
 
 use crate::error::RpcError;
-use crate::handlers::{history, initialize, prompt, session, working_directory};
+use crate::handlers::{history, initialize, prompt, session, sessions, working_directory};
 use crate::server::Server;
 use dsh_protocol::Request;
 use dsh_protocol::methods::{
     EmptyResult, INITIALIZE, SESSION_CANCEL, SESSION_EVENTS, SESSION_PROMPT, SESSION_RESUME,
     SESSION_USAGE, SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
 };
+use dsh_protocol::methods::{SESSION_FORK, SESSION_LIST};
 
 /// A client → runtime method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,10 @@ pub enum Method {
     Cancel,
     /// `session/events` (dsh's extension).
     Events,
+    /// `session/list` (dsh's extension).
+    List,
+    /// `session/fork` (dsh's extension).
+    Fork,
     /// `session/usage` (dsh's extension).
     Usage,
 }
@@ -66,6 +71,8 @@ impl Method {
             SHUTDOWN => Self::Shutdown,
             SESSION_CANCEL => Self::Cancel,
             SESSION_EVENTS => Self::Events,
+            SESSION_LIST => Self::List,
+            SESSION_FORK => Self::Fork,
             SESSION_USAGE => Self::Usage,
             other => return Err(RpcError::UnknownMethod(other.to_owned())),
         })
@@ -84,6 +91,9 @@ impl Method {
             // A wait lasts until the session is idle; a resume reads a log
             // of any size. Neither may hold up the requests after it.
             Self::Resume | Self::Wait | Self::Events | Self::Usage => RunMode::Concurrent,
+            // Both read the store off the loop: the logs of a fork, every
+            // session directory of a listing.
+            Self::List | Self::Fork => RunMode::Concurrent,
             Self::Shutdown => RunMode::Shutdown,
         }
     }
@@ -101,6 +111,8 @@ pub async fn dispatch(server: &Server, method: Method, request: Request) {
         Method::SetWorkingDirectory => server.respond(&id, working_directory::set(server, params)),
         Method::Cancel => server.respond(&id, session::cancel(server, params)),
         Method::Events => server.respond(&id, history::events(server, params).await),
+        Method::List => server.respond(&id, sessions::list(server, params).await),
+        Method::Fork => server.respond(&id, sessions::fork(server, params).await),
         Method::Usage => server.respond(&id, history::usage(server, params).await),
         // The request loop has shut the server down.
         Method::Shutdown => server.respond(&id, Ok(EmptyResult {})),

@@ -1,8 +1,7 @@
 //! The observer that turns sessions' events, status transitions and live
 //! notices into notifications.
 
-use crate::state::Wants;
-use dsh_protocol::methods::SESSION_USAGE_NOTIFICATION;
+use dsh_protocol::methods::{SESSION_USAGE_NOTIFICATION, SessionDeltaParams};
 use dsh_protocol::notifications::{
     SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED, SessionStatusParams, Status,
 };
@@ -10,6 +9,16 @@ use dsh_protocol::{FrameWriter, Outgoing};
 use dsh_session::{EventBytes, EventObserver, LiveNotice, SessionStatus, TreeNotice};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The optional notifications the client declared in `initialize`'s
+/// `clientCapabilities` (the last `initialize` decides).
+#[derive(Debug, Default)]
+pub struct Wants {
+    /// `session.usage`.
+    pub usage: AtomicBool,
+    /// `session.delta`.
+    pub deltas: AtomicBool,
+}
 
 /// Turns session events and status transitions into notifications, until
 /// muted (shutdown unsubscribes every listener before disposing agents).
@@ -77,6 +86,16 @@ impl EventObserver for Publisher {
         match frame {
             Ok(frame) => self.writer.send(frame),
             Err(err) => tracing::error!("live notification not sent: {err}"),
+        }
+    }
+
+    fn wants_deltas(&self) -> bool {
+        self.live() && self.wants.deltas.load(Ordering::Relaxed)
+    }
+
+    fn on_delta(&self, delta: SessionDeltaParams) {
+        if self.live() {
+            self.writer.send_delta(delta);
         }
     }
 

@@ -4,7 +4,7 @@
 //! [`ChildHost`](crate::children::ChildHost).
 
 use crate::client::{ClientChannel, RootApprover};
-use crate::publish::Publisher;
+use crate::publish::{Publisher, Wants};
 use dsh_agent::{Agent, Profile};
 use dsh_llm::{Provider, ProviderRegistry, RetryPolicy, Route};
 use dsh_protocol::FrameWriter;
@@ -96,16 +96,6 @@ pub(crate) struct ServerInner {
     /// The optional notifications the client asked for.
     pub wants: Arc<Wants>,
     state: Mutex<Registry>,
-}
-
-/// The optional notifications the client declared in `initialize`'s
-/// `clientCapabilities` (the last `initialize` decides).
-#[derive(Debug, Default)]
-pub(crate) struct Wants {
-    /// `session.usage`.
-    pub usage: AtomicBool,
-    /// `session.delta`.
-    pub deltas: AtomicBool,
 }
 
 impl ServerInner {

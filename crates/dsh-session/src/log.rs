@@ -1,7 +1,7 @@
-use crate::store::{SessionWriter, StoreError};
+use crate::store::{SessionWriter, StoreError, SummaryTracker};
 use dsh_protocol::JsonRope;
 use dsh_protocol::catalog::{EventDraft, EventPayload, SessionEvent};
-use dsh_protocol::methods::SessionUsageParams;
+use dsh_protocol::methods::{SessionDeltaParams, SessionUsageParams};
 use dsh_protocol::notifications::{SubagentFinishedParams, SubagentStartedParams};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -78,6 +78,16 @@ pub trait EventObserver: Send + Sync {
     fn on_live(&self, session_id: &str, notice: &LiveNotice) {
         let _ = (session_id, notice);
     }
+    /// Whether [`on_delta`](Self::on_delta) wants deltas at all (checked
+    /// once per model attempt and tool call, not per delta).
+    fn wants_deltas(&self) -> bool {
+        false
+    }
+    /// A streamed fragment (never persisted, not ordered with the events
+    /// but before the event that commits it).
+    fn on_delta(&self, delta: SessionDeltaParams) {
+        let _ = delta;
+    }
 }
 
 /// A notification about a session that is not one of its events: never
@@ -131,6 +141,10 @@ pub struct EventLog {
     /// The long strings of the last event, offered to the next one (see
     /// [`dsh_protocol::to_rope_sharing`]); empty after an event without.
     recent: Vec<bytes::Bytes>,
+    /// Keeps the session's summary sidecar for `session/list` (with a
+    /// writer): saved when a `turn/end` or a `session/title` is written and
+    /// when the log is synced.
+    summary: SummaryTracker,
 }
 
 /// A session whose log cannot be written at the moment (see
@@ -175,6 +189,7 @@ impl EventLog {
             handed: 0,
             write_error: None,
             recent: Vec::new(),
+            summary: SummaryTracker::new(),
         }
     }
 
@@ -207,6 +222,11 @@ impl EventLog {
             && let Err(err) = writer.sync()
         {
             tracing::error!(session = %self.session_id, "session log not synced: {err}");
+        }
+        if let Some(writer) = &self.writer
+            && self.unwritten.is_empty()
+        {
+            self.summary.save_if_changed(writer);
         }
     }
 
@@ -262,6 +282,7 @@ impl EventLog {
     ) -> Result<u64, serde_json::Error> {
         let seq = self.next_seq;
         let time = draft.time.unwrap_or_else(now_ms).max(self.last_time);
+        let summarized = matches!(draft.kind(), "turn/end" | "session/title");
         let envelope = SessionEvent {
             kind: draft.kind().to_owned(),
             seq,
@@ -283,8 +304,16 @@ impl EventLog {
                 observer.on_event(&self.session_id, &raw);
             }
         } else {
+            self.summary
+                .observe(&envelope.kind, seq, time, || raw.to_vec());
             self.unwritten.push_back(Unwritten::Event(raw));
             self.write_through();
+            if let Some(writer) = &self.writer
+                && summarized
+                && self.unwritten.is_empty()
+            {
+                self.summary.save(writer);
+            }
         }
         Ok(seq)
     }
@@ -323,6 +352,14 @@ impl EventLog {
         } else {
             self.unwritten.push_back(Unwritten::Live(notice));
         }
+    }
+
+    /// The observer, while the log is published and it wants deltas.
+    pub fn delta_observer(&self) -> Option<Arc<dyn EventObserver>> {
+        self.observer
+            .as_ref()
+            .filter(|observer| observer.wants_deltas())
+            .cloned()
     }
 
     /// Starts notifying this log's events and transitions to `observer`

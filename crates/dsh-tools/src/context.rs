@@ -28,6 +28,16 @@ pub struct ToolContext {
     /// Who decides the call's requests for wider access (rules, grants,
     /// the client); the default decides as the official runtime does.
     pub approvals: Arc<Approvals>,
+    /// Sees what a `bash` command writes while the call waits for it
+    /// (streamed to a client that asked; `None`: nobody watches).
+    pub output_tap: Option<Arc<dyn OutputTap>>,
+}
+
+/// Sees a foreground command's output as it is read.
+pub trait OutputTap: Send + Sync {
+    /// `data` was read from the command's file descriptor `fd` (1 stdout,
+    /// 2 stderr). Called on a blocking thread, in order per descriptor.
+    fn output(&self, fd: u32, data: &[u8]);
 }
 
 impl std::fmt::Debug for ToolContext {

@@ -91,7 +91,7 @@ pub use approval::{
     ApprovalQuestion, Approvals, Approver, ApproverAnswer, ApproverFuture, DEFAULT_APPROVAL_TIMEOUT,
 };
 pub use config::{DEFAULT_BASH_TIMEOUT, DEFAULT_SHELL_TIMEOUT, DEFAULT_WEB_TIMEOUT, ToolsConfig};
-pub use context::ToolContext;
+pub use context::{OutputTap, ToolContext};
 pub use dsh_protocol::catalog::ToolSpec;
 pub use dsh_protocol::catalog::{Todo, TodoStatus};
 pub use dsh_protocol::catalog::{ToolError, ToolErrorCode};

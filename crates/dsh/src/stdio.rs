@@ -12,8 +12,17 @@ pub fn take_protocol_stdout() -> std::io::Result<File> {
     let stdout = std::io::stdout();
     let protocol = fcntl_dupfd_cloexec(stdout.as_fd(), 3)?;
     rustix::stdio::dup2_stdout(std::io::stderr().as_fd())?;
+    // A pipe of 1 MiB (the unprivileged maximum by default) instead of
+    // 64 KiB: a big event or a burst of deltas is written with fewer
+    // waits for the client. Not a pipe, or refused: the size stays.
+    if let Err(err) = rustix::pipe::fcntl_setpipe_size(&protocol, PROTOCOL_PIPE_SIZE) {
+        tracing::debug!("protocol pipe size unchanged: {err}");
+    }
     Ok(File::from(protocol))
 }
+
+/// The size asked for the protocol's output pipe.
+const PROTOCOL_PIPE_SIZE: usize = 1 << 20;
 
 /// Moves the protocol's stdin to a private close-on-exec descriptor and
 /// points fd 0 at `/dev/null`. Afterwards a tool reading `/dev/stdin` or

@@ -251,3 +251,79 @@ async fn events_pages_through_a_session_log() {
     );
     assert!(client.close().await.unwrap().success());
 }
+
+#[tokio::test]
+async fn lists_and_forks_sessions() {
+    use dsh_protocol::methods::{ListParams, SessionActivity};
+    let dir = TempDir::new("client-sessions");
+    let client = HarnessClient::spawn(config(&dir)).await.unwrap();
+    client.initialize("scripted", "echo").await.unwrap();
+    for id in ["s-old", "s-new"] {
+        client
+            .session(id)
+            .run(&format!("hello {id}"))
+            .await
+            .unwrap();
+    }
+    let first = client
+        .list_sessions(&ListParams {
+            limit: Some(1),
+            ..ListParams::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(first.sessions.len(), 1);
+    assert_eq!(first.sessions[0].session_id, "s-new");
+    assert_eq!(first.sessions[0].title.as_deref(), Some("hello s-new"));
+    assert_eq!(first.sessions[0].status, SessionActivity::Running);
+    let second = client
+        .list_sessions(&ListParams {
+            cursor: first.next_cursor.clone(),
+            ..ListParams::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = second
+        .sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .collect();
+    assert_eq!((ids, second.next_cursor), (vec!["s-old"], None));
+
+    let forked = client
+        .fork_session("s-old", None, Some("s-fork"))
+        .await
+        .unwrap();
+    assert_eq!((forked.session_id.as_str(), forked.turns), ("s-fork", 1));
+    let err = client
+        .fork_session("s-old", None, Some("s-fork"))
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some("session \"s-fork\" already exists (code -32603)")
+    );
+    let session = client.resume("s-fork").await.unwrap();
+    let run = session.run("go on").await.unwrap();
+    assert_eq!(run.final_response, "go on");
+    let turn = run.events.iter().find(|e| e.kind == "turn/start").unwrap();
+    assert_eq!(turn.data["turn"], 2);
+    let listed = client
+        .list_sessions(&ListParams {
+            query: Some("FORK".into()),
+            ..ListParams::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.sessions.len(), 1);
+    let fork = &listed.sessions[0];
+    assert_eq!(fork.turns, 2);
+    assert_eq!(
+        fork.forked_from
+            .as_ref()
+            .map(|f| (f.session_id.as_str(), f.seq)),
+        Some(("s-old", forked.forked_from_seq))
+    );
+    assert!(client.close().await.unwrap().success());
+}

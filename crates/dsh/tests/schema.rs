@@ -4,10 +4,11 @@
 
 use dsh_protocol::catalog::Event;
 use dsh_protocol::methods::{
-    APPROVAL_REQUEST, INITIALIZE, SESSION_CANCEL, SESSION_EVENTS, SESSION_PROMPT, SESSION_RESUME,
-    SESSION_USAGE, SESSION_USAGE_NOTIFICATION, SESSION_WAIT, SHUTDOWN, WORKING_DIRECTORY_GET,
-    WORKING_DIRECTORY_SET,
+    APPROVAL_REQUEST, INITIALIZE, SESSION_CANCEL, SESSION_DELTA, SESSION_EVENTS, SESSION_PROMPT,
+    SESSION_RESUME, SESSION_USAGE, SESSION_USAGE_NOTIFICATION, SESSION_WAIT, SHUTDOWN,
+    WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
 };
+use dsh_protocol::methods::{SESSION_FORK, SESSION_LIST};
 use dsh_protocol::notifications::{
     SESSION_EVENT, SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED,
 };
@@ -17,7 +18,7 @@ use std::process::Command;
 
 const REGENERATE: &str = "cargo run -p dsh -- --print-schema > docs/protocol.schema.json";
 
-const METHODS: [&str; 10] = [
+const METHODS: [&str; 12] = [
     INITIALIZE,
     SESSION_PROMPT,
     SESSION_RESUME,
@@ -27,6 +28,8 @@ const METHODS: [&str; 10] = [
     SHUTDOWN,
     SESSION_CANCEL,
     SESSION_EVENTS,
+    SESSION_LIST,
+    SESSION_FORK,
     SESSION_USAGE,
 ];
 
@@ -130,7 +133,8 @@ fn every_method_request_notification_and_event_is_described() {
             SESSION_STATUS,
             SUBAGENT_STARTED,
             SUBAGENT_FINISHED,
-            SESSION_USAGE_NOTIFICATION
+            SESSION_USAGE_NOTIFICATION,
+            SESSION_DELTA
         ]
     );
     let events = schema["events"]

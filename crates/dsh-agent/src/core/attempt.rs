@@ -2,6 +2,7 @@
 //! recovery through the features when the context window is exceeded,
 //! and the reply recorded (`assistant/message`) into the history.
 
+use super::deltas::DeltaTap;
 use super::shared::Core;
 use super::state::interrupted;
 use crate::offload;
@@ -28,10 +29,19 @@ pub(super) async fn reply(
     cancel: &CancellationToken,
 ) -> Result<Arc<Message>, TurnEndReason> {
     let mut retry = 0u32;
+    let mut attempts = 0u32;
     let mut recovered = false;
     let retry_id = new_message_id();
+    let deltas = core.state().log.delta_observer();
     let (stream, content, usage, replay_state, finish) = loop {
-        let (stream, settled) = attempt(core, request.clone(), cancel).await;
+        let (stream, settled) = match &deltas {
+            None => attempt(core, request.clone(), cancel).await,
+            Some(observer) => {
+                let mut tap = DeltaTap::new(Arc::clone(observer), &core.id, turn, step, attempts);
+                attempt_with(core, request.clone(), cancel, Some(&mut tap)).await
+            }
+        };
+        attempts += 1;
         let Some(settled) = settled else {
             let mut state = core.state();
             state.record_attempt(turn, step, &stream);
@@ -162,19 +172,53 @@ pub(crate) async fn attempt(
     request: ModelRequest,
     cancel: &CancellationToken,
 ) -> (StreamRecorder, Option<Settled>) {
+    attempt_with(core, request, cancel, None).await
+}
+
+/// [`attempt`], showing each chunk to `tap` as it arrives (and letting
+/// it hand on what it holds whenever the stream waits).
+async fn attempt_with(
+    core: &Core,
+    request: ModelRequest,
+    cancel: &CancellationToken,
+    mut tap: Option<&mut DeltaTap>,
+) -> (StreamRecorder, Option<Settled>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     core.provider.start(request, tx);
     let mut recorder = StreamRecorder::new();
     let mut accumulator = Accumulator::new();
+    let mut stopped = false;
     loop {
-        let chunk = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return (recorder, None),
-            chunk = rx.recv() => chunk,
+        if cancel.is_cancelled() {
+            stopped = true;
+            break;
+        }
+        let ready = match rx.try_recv() {
+            Ok(chunk) => Some(chunk),
+            Err(_) => {
+                if let Some(tap) = tap.as_deref_mut() {
+                    tap.flush();
+                }
+                None
+            }
+        };
+        let chunk = match ready {
+            Some(chunk) => Some(chunk),
+            None => tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    stopped = true;
+                    break;
+                }
+                chunk = rx.recv() => chunk,
+            },
         };
         let Some(chunk) = chunk else {
             break;
         };
+        if let Some(tap) = tap.as_deref_mut() {
+            tap.chunk(&chunk);
+        }
         // The recorder first: at a block end it drops the block's delta
         // strings, and the accumulator reads the chunk it kept.
         if let Some(chunk) = recorder.push(now_ms(), chunk) {
@@ -183,6 +227,13 @@ pub(crate) async fn attempt(
         if accumulator.finished() {
             break;
         }
+    }
+    // What streamed before a stop is handed on too (the attempt is void).
+    if let Some(tap) = tap {
+        tap.flush();
+    }
+    if stopped {
+        return (recorder, None);
     }
     (recorder, Some(accumulator.settle(core.provider.name())))
 }

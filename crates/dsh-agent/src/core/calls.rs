@@ -86,6 +86,8 @@ pub(super) async fn run(
                 arguments,
                 cwd: cwd.clone(),
                 cancel,
+                turn,
+                step,
             };
             outcomes.push(core.roster.run(call).await);
         }

@@ -13,6 +13,7 @@ mod agent;
 mod attempt;
 mod calls;
 mod context;
+mod deltas;
 mod hooks;
 mod inbox;
 mod launch;

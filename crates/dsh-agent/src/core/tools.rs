@@ -6,12 +6,15 @@
 //! [`ToolOutcome`]: the result, plus what the core should do after
 //! recording it (deliver a follow-up notice, end the turn after the step).
 
+use super::deltas::OutputDeltas;
 use super::hooks::HookFuture;
 use super::shared::Core;
 use crate::estimate;
 use dsh_protocol::catalog::{ToolEvent, ToolSpec};
 use dsh_session::{UserMessage, text_block};
-use dsh_tools::{CancellationToken, JobNotice, ToolContext, ToolHost, ToolOutput, ToolSet};
+use dsh_tools::{
+    CancellationToken, JobNotice, OutputTap, ToolContext, ToolHost, ToolOutput, ToolSet,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
@@ -30,6 +33,10 @@ pub(crate) struct ToolCall<'a> {
     pub cwd: PathBuf,
     /// Cancelled when the turn is interrupted or the agent disposed.
     pub cancel: &'a CancellationToken,
+    /// The turn of the call.
+    pub turn: u32,
+    /// The step of the call.
+    pub step: u32,
 }
 
 /// A tool's answer and what follows it.
@@ -154,6 +161,15 @@ impl Roster {
             state: Arc::clone(&core.session_tools),
             cancel: call.cancel.child_token(),
             approvals: Arc::clone(&core.approvals),
+            output_tap: core.state().log.delta_observer().map(|observer| {
+                Arc::new(OutputDeltas::new(
+                    observer,
+                    &core.id,
+                    call.turn,
+                    call.step,
+                    call.call_id,
+                )) as Arc<dyn OutputTap>
+            }),
         };
         self.library
             .run(call.name, call.arguments, ctx)

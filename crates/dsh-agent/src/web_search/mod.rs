@@ -155,6 +155,7 @@ mod tests {
             state: Arc::new(SessionTools::default()),
             cancel: dsh_tools::CancellationToken::new(),
             approvals: Arc::default(),
+            output_tap: None,
         }
     }
 

@@ -58,16 +58,7 @@ impl ScriptedProvider {
         match &self.mode {
             Mode::Echo => Ok(Reply {
                 text: Some(Text::Whole(latest_prompt_text(messages))),
-                reasoning: None,
-                blocks: Vec::new(),
-                stop: None,
-                error: None,
-                delay_ms: None,
-                usage: None,
-                cut: false,
-                reset: false,
-                stall_ms: None,
-                hostile: None,
+                ..Reply::default()
             }),
             Mode::Script(scenario) => {
                 let mut next = self.next_reply.lock().map_err(|_| {

@@ -92,6 +92,10 @@ pub struct Reply {
     /// Pause this long after the first delta (mid-stream).
     #[serde(default)]
     pub stall_ms: Option<u64>,
+    /// Pause this long after every delta (a slowly streamed reply; played
+    /// only by the fake model server).
+    #[serde(default)]
+    pub delta_gap_ms: Option<u64>,
     /// A hostile reply, played only by the fake model server
     /// (`dsh-fake-model`); the in-process provider fails the attempt
     /// with `SCRIPT_UNSUPPORTED`.
@@ -253,10 +257,13 @@ impl Scenario {
 /// Checks every reply of one script; `prefix` names the script in errors.
 fn check_replies(replies: &[Reply], prefix: &str) -> Result<(), String> {
     for (i, reply) in replies.iter().enumerate() {
-        let content = reply.text.is_some() || reply.reasoning.is_some() || !reply.blocks.is_empty();
+        let content = reply.text.is_some()
+            || reply.reasoning.is_some()
+            || !reply.blocks.is_empty()
+            || reply.hostile.is_some();
         if content == reply.error.is_some() {
             return Err(format!(
-                "{prefix}reply {} must have either content (text, reasoning, blocks) or an error",
+                "{prefix}reply {} must have either content (text, reasoning, blocks, hostile) or an error",
                 i + 1
             ));
         }
@@ -296,7 +303,7 @@ mod tests {
         );
         assert!(
             err.ends_with(
-                "agents[1] reply 2 must have either content (text, reasoning, blocks) or an error"
+                "agents[1] reply 2 must have either content (text, reasoning, blocks, hostile) or an error"
             ),
             "{err}"
         );

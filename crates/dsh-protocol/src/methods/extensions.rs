@@ -4,6 +4,7 @@
 //! sends to a client that declared `approvals`. A client that sends none
 //! of these fields sees the official protocol unchanged.
 
+pub use super::extension_error::ExtensionError;
 use crate::JsonObject;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -62,6 +63,10 @@ pub struct RuntimeCapabilities {
     pub usage: bool,
     /// `maxCostUsd` and `maxTurns` in `session/prompt`.
     pub budgets: bool,
+    /// `session/list`.
+    pub session_list: bool,
+    /// `session/fork`.
+    pub session_fork: bool,
 }
 
 impl RuntimeCapabilities {
@@ -74,6 +79,8 @@ impl RuntimeCapabilities {
         deltas: true,
         usage: true,
         budgets: true,
+        session_list: true,
+        session_fork: true,
     };
 }
 
@@ -253,50 +260,6 @@ pub struct EventsResult {
     /// empty log): notifications of later seqs follow; a client merging
     /// both by seq misses nothing and keeps nothing twice.
     pub last_seq: Option<u64>,
-}
-
-/// Why the extension fields of `initialize` were refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExtensionError {
-    /// `protocolVersion` is not a string.
-    #[error("initialize protocolVersion must be a string")]
-    ProtocolVersion,
-    /// `clientCapabilities` is not an object of booleans.
-    #[error("initialize clientCapabilities must be an object of booleans")]
-    ClientCapabilities,
-    /// `approvalTimeoutMs` is not a non-negative safe integer.
-    #[error("initialize approvalTimeoutMs must be a non-negative safe integer (0 waits for ever)")]
-    ApprovalTimeout,
-    /// `approvalRules` does not fit its shape.
-    #[error("initialize approvalRules: {0}")]
-    ApprovalRules(String),
-    /// `session/cancel`: `sessionId` is not a non-empty string.
-    #[error("session/cancel requires a non-empty sessionId string")]
-    CancelSessionId,
-    /// `session/cancel`: `dropQueued` or `keepJobs` is not a boolean.
-    #[error("session/cancel {0} must be a boolean")]
-    CancelFlag(&'static str),
-    /// `session/events`: `sessionId` is not a non-empty string.
-    #[error("session/events requires a non-empty sessionId string")]
-    EventsSessionId,
-    /// `session/events`: `afterSeq` is not a non-negative safe integer.
-    #[error("session/events afterSeq must be a non-negative safe integer")]
-    EventsAfterSeq,
-    /// `session/events`: `limit` is not an integer from 1 to 10000.
-    #[error("session/events limit must be an integer from 1 to 10000")]
-    EventsLimit,
-    /// `initialize`: `prices` does not fit its shape.
-    #[error("initialize prices: {0}")]
-    Prices(String),
-    /// `session/usage`: `sessionId` is not a non-empty string.
-    #[error("session/usage requires a non-empty sessionId string")]
-    UsageSessionId,
-    /// `session/prompt`: `maxCostUsd` is not a positive number.
-    #[error("session/prompt maxCostUsd must be a positive number")]
-    MaxCostUsd,
-    /// `session/prompt`: `maxTurns` is not a positive integer.
-    #[error("session/prompt maxTurns must be a positive integer")]
-    MaxTurns,
 }
 
 /// Largest safe integer of JavaScript clients.

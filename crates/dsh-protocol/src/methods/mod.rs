@@ -6,15 +6,23 @@
 //! by field in the official order, each check with the official message
 //! ([`ParamError`]).
 
+mod deltas;
+mod extension_error;
 mod extensions;
+mod sessions;
 mod usage;
 mod validate;
 
+pub use deltas::{DeltaKind, SESSION_DELTA, SessionDeltaParams};
 pub use extensions::{
     APPROVAL_REQUEST, ApprovalDecision, ApprovalRequestParams, ApprovalResponse, ApprovalRule,
     ApprovalRules, CancelParams, CancelResult, ClientCapabilities, EVENTS_PAGE_MAX, EventsParams,
     EventsResult, ExtensionError, InitializeExtensions, PROTOCOL_VERSION, RuntimeCapabilities,
     SESSION_CANCEL, SESSION_EVENTS,
+};
+pub use sessions::{
+    ForkOrigin, ForkParams, ForkResult, LIST_PAGE_DEFAULT, LIST_PAGE_MAX, ListCursor, ListParams,
+    ListResult, SESSION_FORK, SESSION_LIST, SessionActivity, SessionInfo, SessionsParamError,
 };
 pub use usage::{
     ANY_MODEL, Budget, ContextUsage, ModelPrice, PriceTable, SESSION_USAGE,

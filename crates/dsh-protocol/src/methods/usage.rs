@@ -10,7 +10,7 @@
 //! others (`prompt_cache_miss_tokens`; `input_tokens` plus
 //! `cache_creation_input_tokens`), `inputTokens` their sum.
 
-use super::extensions::ExtensionError;
+use super::extension_error::ExtensionError;
 use crate::JsonObject;
 use crate::catalog::Usage;
 use schemars::JsonSchema;

@@ -6,4 +6,5 @@ pub mod history;
 pub mod initialize;
 pub mod prompt;
 pub mod session;
+pub mod sessions;
 pub mod working_directory;

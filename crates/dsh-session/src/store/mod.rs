@@ -16,6 +16,13 @@
 //! * [`LockedSession`] / [`LockedLog`] / [`resume_workspace`]: a stored session read under
 //!   its lock before anything is written, and the check of the workspace it
 //!   resumes in.
+//! * [`SessionSummary`] / [`SummaryTracker`]: what `session/list` shows of
+//!   a session, kept in a sidecar beside `sessions/` and read back without
+//!   reading the log; [`SessionStore::list_sessions`]: a page of the stored
+//!   sessions, newest first ([`ListQuery`], [`ListPage`]).
+//! * [`SessionStore::fork_session`]: a new root session holding a stored
+//!   session's events through a completed turn ([`ForkRequest`],
+//!   [`Forked`], [`ForkError`]).
 //!
 //! Create, write, resume:
 //!
@@ -48,16 +55,20 @@ mod compress;
 mod error;
 mod facts;
 mod files;
+mod fork;
 mod fsutil;
 mod goal_facts;
 mod header;
 mod index;
 mod layout;
+mod listing;
 mod lock;
 mod locked;
+mod raw_log;
 mod reader;
 mod repair;
 mod scan;
+mod summary;
 mod workspace;
 mod writer;
 
@@ -66,13 +77,18 @@ pub mod names;
 pub use error::StoreError;
 pub use facts::{HistoryEntry, PendingInbox, ResumeFacts, resume_facts};
 pub use files::{LOCK_FILE, PLAIN_FILE, ZSTD_FILE};
+pub use fork::{ForkError, ForkRequest, Forked};
 pub use goal_facts::GoalFacts;
 pub use header::{FORMAT_VERSION, HeaderType, SessionHeader};
 pub use layout::{Encoding, SessionLocation, SessionStore};
+pub use listing::{
+    AGGREGATE_AFTER, ListKey, ListPage, ListQuery, ListedSession, decode_session_id,
+};
 pub use locked::{Locked, LockedLog, LockedSession, ReadLog};
 pub use names::{NO_CWD_DIR, encode_session_id, project_key};
 pub use reader::{SessionReader, StoredLog, StoredSession};
 pub use repair::repair_closers;
 pub use scan::ResumeScan;
+pub use summary::{ForkSource, SessionSummary, SummaryTracker};
 pub use workspace::resume_workspace;
 pub use writer::SessionWriter;

@@ -4,7 +4,7 @@
 use super::capture::Capture;
 use super::quota::{SpillLimits, SpillQuota, SpillTarget};
 use super::spill::SpillDir;
-use crate::{JobNotice, PermissionMode, ToolHost};
+use crate::{JobNotice, OutputTap, PermissionMode, ToolHost};
 use dsh_protocol::catalog::{
     JobRegistered, JobSettled, JobStatus, JobToolCall, SettleCause, ToolEvent,
 };
@@ -181,6 +181,8 @@ pub(crate) struct Job {
     /// (moved to the background): its end is then announced as a notice.
     /// Held while the job settles, so the two cannot miss each other.
     background: Mutex<bool>,
+    /// Sees the output while the starting call waits for it.
+    tap: Mutex<Option<Arc<dyn OutputTap>>>,
 }
 
 impl Job {
@@ -220,6 +222,7 @@ impl Job {
             over_quota: AtomicBool::new(false),
             end: watch::Sender::new(None),
             background: Mutex::new(false),
+            tap: Mutex::new(None),
         })
     }
 
@@ -268,6 +271,25 @@ impl Job {
         };
         let name = format!("{}.{suffix}", self.id);
         lock(capture).push(data, || self.create_spill_file(&name));
+        if let Some(tap) = lock(&self.tap).as_ref() {
+            let fd = match stream {
+                Stream::Stdout => 1,
+                Stream::Stderr => 2,
+            };
+            tap.output(fd, data);
+        }
+    }
+
+    /// Shows the output read from now on to `tap` (until
+    /// [`untap`](Self::untap)).
+    pub(crate) fn tap(&self, tap: Arc<dyn OutputTap>) {
+        *lock(&self.tap) = Some(tap);
+    }
+
+    /// Stops showing the output: nothing reaches the tap after this
+    /// returns.
+    pub(crate) fn untap(&self) {
+        *lock(&self.tap) = None;
     }
 
     /// Creates the new private file `name` in the spill directory (see

@@ -7,7 +7,7 @@ use crate::jobs::{
     self, ABORTED, Job, JobEnd, Outcome, SpillTarget,
     render::{WhenSilent, render_off_worker},
 };
-use crate::{ToolContext, ToolOutput, ToolsConfig, paths};
+use crate::{OutputTap, ToolContext, ToolOutput, ToolsConfig, paths};
 use dsh_protocol::catalog::ToolSpec;
 use dsh_protocol::catalog::{ToolErrorCode, ToolEvent};
 use serde::Deserialize;
@@ -167,6 +167,8 @@ impl Bash {
             return ToolOutput::text(format!("started background job {}", job.id))
                 .with_meta(with_job(meta, &job.id));
         }
+        // The output is shown while this call waits for it, and no longer.
+        let _watched = ctx.output_tap.clone().map(|tap| Watched::new(&job, tap));
         let end = tokio::select! {
             end = job.wait(None) => end,
             () = tokio::time::sleep(timeout) => {
@@ -194,6 +196,22 @@ impl Bash {
             }
         };
         finished(&job, end, meta).await
+    }
+}
+
+/// A job whose output a tap sees until this is dropped.
+struct Watched<'a>(&'a Job);
+
+impl<'a> Watched<'a> {
+    fn new(job: &'a Job, tap: Arc<dyn OutputTap>) -> Self {
+        job.tap(tap);
+        Self(job)
+    }
+}
+
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
+        self.0.untap();
     }
 }
 

@@ -457,3 +457,71 @@ async fn meta_is_json_object_with_cwd_only() {
     assert_eq!(meta.as_object().map(|m| m.len()), Some(1));
     assert!(matches!(meta.get("cwd"), Some(Value::String(_))));
 }
+
+/// Records what a tap sees, per file descriptor.
+#[derive(Default)]
+struct SeenOutput(std::sync::Mutex<Vec<(u32, Vec<u8>)>>);
+
+impl dsh_tools::OutputTap for SeenOutput {
+    fn output(&self, fd: u32, data: &[u8]) {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.push((fd, data.to_vec()));
+        }
+    }
+}
+
+impl SeenOutput {
+    fn joined(&self, fd: u32) -> String {
+        let seen = self.0.lock().map(|s| s.clone()).unwrap_or_default();
+        let bytes: Vec<u8> = seen
+            .into_iter()
+            .filter(|(f, _)| *f == fd)
+            .flat_map(|(_, d)| d)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_tap_sees_the_output_of_a_waited_call_only() {
+    let mut fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let seen = std::sync::Arc::new(SeenOutput::default());
+    fx.tap = Some(seen.clone());
+    let out = fx
+        .bash(
+            "printf one; sleep 0.1; printf two >&2; sleep 0.1; printf three",
+            "",
+        )
+        .await;
+    assert_eq!(text(&out), "onethree\n[stderr]\ntwo");
+    assert_eq!(seen.joined(1), "onethree");
+    assert_eq!(seen.joined(2), "two");
+    // The first write was seen before the command ended: it streamed.
+    let first = seen.0.lock().map(|s| s[0].clone()).unwrap_or_default();
+    assert_eq!(first, (1, b"one".to_vec()));
+
+    // A background job is not watched: its call returned at once.
+    let before = seen.0.lock().map(|s| s.len()).unwrap_or_default();
+    let out = fx
+        .bash("sleep 0.2; echo later", r#","run_in_background":true"#)
+        .await;
+    let id = job_id(&out);
+    let waited = fx
+        .call("job_output", &format!(r#"{{"job_id":"{id}","wait":true}}"#))
+        .await;
+    assert!(text(&waited).ends_with("later\n"), "{}", text(&waited));
+    assert_eq!(seen.0.lock().map(|s| s.len()).unwrap_or_default(), before);
+    // Nor is a command moved to the background by its timeout, once moved.
+    let out = fx
+        .bash(
+            "printf early; sleep 0.5; printf late",
+            r#","timeoutMs":200"#,
+        )
+        .await;
+    let id = job_id(&out);
+    let waited = fx
+        .call("job_output", &format!(r#"{{"job_id":"{id}","wait":true}}"#))
+        .await;
+    assert!(text(&waited).contains("late"), "{}", text(&waited));
+    assert!(seen.joined(1).ends_with("early"), "{}", seen.joined(1));
+}

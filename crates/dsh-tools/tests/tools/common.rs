@@ -3,8 +3,8 @@
 use dsh_protocol::catalog::{EventPayload, ToolEvent};
 use dsh_tools::{
     Approvals, CancellationToken, LANDLOCK_ABI_MAX_VAR, LandlockSupport, Launcher,
-    MIN_LANDLOCK_ABI, PermissionMode, SandboxConfig, SessionTools, ToolContext, ToolHost,
-    ToolOutput, ToolSet, ToolsConfig, parse_abi_max, sdk_minimal_tools, sdk_tools,
+    MIN_LANDLOCK_ABI, OutputTap, PermissionMode, SandboxConfig, SessionTools, ToolContext,
+    ToolHost, ToolOutput, ToolSet, ToolsConfig, parse_abi_max, sdk_minimal_tools, sdk_tools,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -180,6 +180,8 @@ pub struct Fixture {
     /// Who decides requests for wider access (the official default: no
     /// rule, no approver).
     pub approvals: Arc<Approvals>,
+    /// What sees a foreground command's output (none by default).
+    pub tap: Option<Arc<dyn OutputTap>>,
 }
 
 impl Fixture {
@@ -223,6 +225,7 @@ impl Fixture {
             host: Arc::new(Recorder::default()),
             state: Arc::new(SessionTools::new()),
             approvals: Arc::new(Approvals::default()),
+            tap: None,
             tools: make(config),
             mode,
         }
@@ -243,6 +246,7 @@ impl Fixture {
             state: self.state.clone(),
             cancel,
             approvals: self.approvals.clone(),
+            output_tap: self.tap.clone(),
         }
     }
 

@@ -1,0 +1,223 @@
+//! What `session.delta` costs (issue 28's bounds).
+//!
+//! * `deltas/reply_1mib_cpu/{off,on}`: the runtime's CPU time (all its
+//!   threads, from `/proc/<pid>/task/*/schedstat`) for one turn whose
+//!   scripted reply streams 1 MiB of text in 4096 fragments, with the
+//!   client's `deltas` capability off and on. The bound: on costs at most
+//!   10 % more than off.
+//! * `deltas/working_directory_get_under_100_streams`: the round trip of
+//!   `session/working-directory/get` while 100 sessions stream replies (a
+//!   fake DeepSeek server pacing each fragment 5 ms apart) to the same
+//!   client with deltas on. The bound: every call under 50 ms; the slowest
+//!   is printed.
+//!
+//! `cargo bench -p dsh --bench deltas`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use dsh_fake_model::FakeServer;
+use dsh_llm::scripted::Scenario;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+/// Fragments of the 1 MiB reply.
+const PIECES: usize = 4096;
+
+/// Sessions streaming at once in the latency bench.
+const STREAMS: usize = 100;
+
+struct Runtime {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Runtime {
+    fn start(dir: &Path, env: &[(&str, String)]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
+            .args(["--profile", "sdk"])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir)
+            .env("DSH_HOME", dir.join("home"))
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        let stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, frame: &Value) {
+        writeln!(self.stdin, "{frame}").unwrap_or_else(|e| panic!("write: {e}"));
+        self.stdin.flush().unwrap_or_else(|e| panic!("flush: {e}"));
+    }
+
+    fn until(&self, mut wanted: impl FnMut(&str) -> bool) {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no frame: {e}"));
+            if wanted(&line) {
+                return;
+            }
+        }
+    }
+
+    fn initialize(&mut self, params: Value) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params}),
+        );
+        self.until(|line| line.contains(r#""id":"init""#));
+    }
+
+    fn prompt(&mut self, session: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "id": format!("p-{session}"),
+            "method": "session/prompt", "params": {"sessionId": session,
+            "contentBlocks": [{"type": "text", "text": "go"}]}}));
+    }
+
+    /// CPU time of every thread of the runtime so far.
+    fn cpu(&self) -> Duration {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let nanos: u64 = std::fs::read_dir(tasks)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+                    .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0);
+        Duration::from_nanos(nanos)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn reply_cpu(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let piece = "abcdefghijklmnop".repeat(16); // 256 bytes
+    let reply = json!({"text": vec![piece; PIECES]});
+    let scenario = dir.path().join("scenario.json");
+    let replies: Vec<_> = (0..2000).map(|_| reply.clone()).collect();
+    std::fs::write(&scenario, json!({"replies": replies}).to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut group = c.benchmark_group("deltas/reply_1mib_cpu");
+    group.sample_size(20);
+    for (name, caps) in [("off", json!({})), ("on", json!({"deltas": true}))] {
+        let home = dir.path().join(name);
+        std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+        let mut runtime = Runtime::start(&home, &[]);
+        runtime.initialize(
+            json!({"cwd": home, "provider": "scripted", "model": scenario,
+            "clientCapabilities": caps}),
+        );
+        let mut session = 0u64;
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let before = runtime.cpu();
+                for _ in 0..iterations {
+                    session += 1;
+                    let id = format!("s{session}");
+                    runtime.prompt(&id);
+                    let idle = format!(r#""sessionId":"{id}","status":"idle""#);
+                    runtime.until(|line| line.contains(&idle));
+                }
+                runtime.cpu().saturating_sub(before)
+            });
+        });
+    }
+    group.finish();
+}
+
+fn streams_latency(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tokio = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    // Long enough to outlast the measurement: 6000 fragments 5 ms apart.
+    let reply = json!({"text": vec!["fragment "; 6000], "delta_gap_ms": 5});
+    let replies: Vec<_> = (0..STREAMS).map(|_| reply.clone()).collect();
+    let scenario: Scenario =
+        serde_json::from_value(json!({ "replies": replies })).unwrap_or_else(|e| panic!("{e}"));
+    let server = tokio
+        .block_on(FakeServer::start(scenario, None))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let env = [
+        ("DEEPSEEK_BASE_URL", server.base_url()),
+        ("DEEPSEEK_API_KEY", "bench".to_owned()),
+    ];
+    let mut runtime = Runtime::start(dir.path(), &env);
+    runtime.initialize(json!({"cwd": dir.path(), "provider": "deepseek-official",
+        "model": "deepseek-v4-flash", "clientCapabilities": {"deltas": true}}));
+    for i in 0..STREAMS {
+        runtime.prompt(&format!("stream-{i}"));
+    }
+    // Every session is streaming before the measurement starts.
+    let mut streaming = std::collections::HashSet::new();
+    runtime.until(|line| {
+        if line.contains(r#""method":"session.delta""#)
+            && let Some(at) = line.find(r#""sessionId":"stream-"#)
+        {
+            let rest = &line[at + 13..];
+            streaming.insert(rest.split('"').next().unwrap_or_default().to_owned());
+        }
+        streaming.len() == STREAMS
+    });
+    let mut slowest = Duration::ZERO;
+    let mut n = 0u64;
+    let mut group = c.benchmark_group("deltas");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
+    group.warm_up_time(Duration::from_secs(1));
+    group.bench_function("working_directory_get_under_100_streams", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                n += 1;
+                let id = format!("wd-{n}");
+                let start = Instant::now();
+                runtime.send(&json!({"jsonrpc": "2.0", "id": id,
+                    "method": "session/working-directory/get", "params": {"sessionId": "stream-0"}}));
+                let answer = format!(r#""id":"{id}""#);
+                runtime.until(|line| line.contains(&answer));
+                let took = start.elapsed();
+                slowest = slowest.max(took);
+                total += took;
+            }
+            total
+        });
+    });
+    group.finish();
+    eprintln!(
+        "deltas: slowest session/working-directory/get under {STREAMS} streams: {:.1} ms",
+        slowest.as_secs_f64() * 1000.0
+    );
+}
+
+criterion_group!(benches, reply_cpu, streams_latency);
+criterion_main!(benches);
