@@ -11,6 +11,8 @@ import json
 import time
 from collections import defaultdict
 
+import pytest
+
 from interop_support import clean_env, session_events
 from test_sessions import KEY
 
@@ -169,3 +171,40 @@ def test_a_stalled_client_gets_fewer_larger_deltas_and_misses_nothing(make_raw, 
     assert joined(slow.frames, "s-slow") == {(1, 1, 0, "text", 0, None): whole}
     fast_count, slow_count = len(deltas(fast.frames, "s-fast")), len(deltas(slow.frames, "s-slow"))
     assert slow_count * 3 < fast_count, (slow_count, fast_count)
+
+
+def test_the_official_sdk_streams_deltas_and_usage_as_the_readme_shows(dsh_bin, dsh_home, workspace, fake_model, home):
+    from deepseek_harness import DeepSeekHarness
+    from pydantic import BaseModel
+
+    class Any(BaseModel, extra="allow"):
+        pass
+
+    server = fake_model([{"text": ["Streamed ", "by ", "the SDK."], "delta_gap_ms": 20,
+                          "usage": {"input_tokens": 100, "output_tokens": 5, "cache_hit_tokens": 900}}])
+    home.mkdir(exist_ok=True)
+    harness = DeepSeekHarness(dsh_bin=str(dsh_bin), dsh_home=str(dsh_home), cwd=str(workspace),
+                              base_url=server.base_url, api_key=KEY, env={"HOME": str(home)})
+    harness.start()
+    try:
+        harness.client.request("initialize", {"cwd": str(workspace), "provider": "deepseek-official",
+                                              "model": "deepseek-v4-flash",
+                                              "clientCapabilities": {"deltas": True, "usage": True}},
+                               response_model=Any)
+        shown, costs = [], []
+
+        def show(n):
+            if n.method == "session.delta" and n.payload["kind"] == "text":
+                shown.append(n.payload["delta"])
+            elif n.method == "session.usage" and n.payload["turnEnded"]:
+                costs.append(n.payload["turnTotal"]["costUsd"])
+
+        result = harness.start_session("s1").run("Say it in pieces", on_notification=show)
+        assert "".join(shown) == result.final_response == "Streamed by the SDK."
+        assert len(shown) > 1
+        expected = (900 * 0.028 + 100 * 0.28 + 5 * 0.42) / 1e6
+        assert costs == [pytest.approx(expected)]
+        usage = harness.client.request("session/usage", {"sessionId": "s1"}, response_model=Any)
+        assert usage.total["costUsd"] == pytest.approx(expected)
+    finally:
+        harness.close()

@@ -106,3 +106,32 @@ def test_bad_params_and_unknown_sessions_are_refused(make_raw, workspace):
         ({"sessionId": "nobody"}, 'session "nobody" not found'),
     ]:
         assert raw.error("session/events", params)["message"] == message
+
+
+def test_a_client_killed_mid_turn_catches_up_from_a_new_runtime(make_raw, workspace, scenario, dsh_home):
+    raw = make_raw()
+    raw.initialize(workspace, model=scenario([
+        {"blocks": [{"tool_call": {"id": "t1", "name": "bash",
+                                   "arguments": {"description": "d", "command": "sleep 30"}}}]},
+        {"text": "never"}]))
+    raw.prompt(SID, "go")
+    raw.wait_for(lambda f: f.get("method") == "session.event" and f["params"]["event"]["type"] == "tool/call")
+    # The client dies: it reads nothing more and its end of the channel closes.
+    raw.pause_reading()
+    seen = session_events(raw.frames, SID)
+    raw.proc.stdin.close()
+    assert raw.proc.wait(timeout=30) == 0
+    # A new runtime serves the client that comes back.
+    again = make_raw()
+    again.initialize(workspace)
+    rest = all_pages(again, SID)
+    rest = [e for e in rest if e["seq"] > seen[-1]["seq"]]
+    merged = seen + rest
+    assert [e["seq"] for e in merged] == list(range(len(merged)))
+    assert merged == read_log(log_file(dsh_home, SID))[1:]
+    assert merged[-1]["type"] == "turn/end"
+    assert merged[-1]["data"]["reason"]["kind"] == "aborted"
+    # And the session goes on.
+    again.result("session/resume", {"sessionId": SID})
+    again.prompt(SID, "again")
+    again.status(SID, "idle")

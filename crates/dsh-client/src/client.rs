@@ -7,7 +7,8 @@ use dsh_protocol::methods::{
     WorkingDirectoryResult,
 };
 use dsh_protocol::methods::{
-    ForkParams, ForkResult, ListParams, ListResult, SESSION_FORK, SESSION_LIST,
+    ForkParams, ForkResult, ListParams, ListResult, SESSION_FORK, SESSION_LIST, SESSION_USAGE,
+    UsageParams, UsageResult,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -316,6 +317,15 @@ impl Client {
             limit,
         };
         self.call(SESSION_EVENTS, &params).await
+    }
+
+    /// `session/usage` (dsh's extension): session `id`'s token counts and
+    /// cost, in total, per model and per turn, summed from its log.
+    pub async fn usage(&self, id: &str) -> Result<UsageResult, ClientError> {
+        let params = UsageParams {
+            session_id: id.to_owned(),
+        };
+        self.call(SESSION_USAGE, &params).await
     }
 
     /// `session/list` (dsh's extension): a page of the sessions stored in

@@ -23,4 +23,4 @@ mod client;
 mod run;
 
 pub use client::{ApprovalHandler, Client, ClientConfig, ClientError, HarnessClient, Notification};
-pub use run::{RunResult, Session, text_block};
+pub use run::{RunResult, Session, Update, text_block};

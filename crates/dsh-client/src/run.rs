@@ -2,8 +2,12 @@ use crate::{Client, ClientError, Notification};
 use dsh_protocol::JsonObject;
 use dsh_protocol::catalog::{Event, SessionEvent, TurnEndReason};
 use dsh_protocol::message::text_of;
-use dsh_protocol::methods::{PromptParams, PromptResult, SESSION_PROMPT};
+use dsh_protocol::methods::{
+    Budget, PromptParams, PromptResult, SESSION_DELTA, SESSION_PROMPT, SESSION_USAGE_NOTIFICATION,
+    SessionDeltaParams, SessionUsageParams,
+};
 use dsh_protocol::notifications::{SESSION_EVENT, SESSION_STATUS};
+use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
 /// A session of a [`Client`].
@@ -26,6 +30,30 @@ pub struct RunResult {
     pub finish: Option<TurnEndReason>,
     /// The session's events from the prompt's receipt to `idle`.
     pub events: Vec<SessionEvent>,
+    /// The last turn's final `session.usage` (its `turnEnded` notice), when
+    /// the client declared `usage` in `initialize`.
+    pub usage: Option<SessionUsageParams>,
+}
+
+/// What a run shows its observer as it arrives (see [`Session::run_with`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Update<'a> {
+    /// A `session.event` of the session, and its payload typed when it fits
+    /// its type.
+    Event(&'a SessionEvent, Option<&'a Event>),
+    /// A `session.delta` of the session (the client declared `deltas`).
+    Delta(&'a SessionDeltaParams),
+    /// A `session.usage` of the session (the client declared `usage`).
+    Usage(&'a SessionUsageParams),
+}
+
+/// `session/prompt`'s params with dsh's budget fields.
+#[derive(Serialize)]
+struct BudgetedPrompt {
+    #[serde(flatten)]
+    prompt: PromptParams,
+    #[serde(flatten)]
+    budget: Budget,
 }
 
 impl<'a> Session<'a> {
@@ -56,12 +84,35 @@ impl<'a> Session<'a> {
         blocks: Vec<JsonObject>,
         mut observe: impl FnMut(&SessionEvent, Option<&Event>),
     ) -> Result<RunResult, ClientError> {
+        self.run_with(blocks, None, |update| {
+            if let Update::Event(event, typed) = update {
+                observe(event, typed);
+            }
+        })
+        .await
+    }
+
+    /// [`run_blocks`](Self::run_blocks) under `budget` (`maxCostUsd`,
+    /// `maxTurns`; `None`: no limit), handing every event, delta and usage
+    /// notice of the session to `observe` as it arrives.
+    pub async fn run_with(
+        &self,
+        blocks: Vec<JsonObject>,
+        budget: Option<Budget>,
+        mut observe: impl FnMut(Update<'_>),
+    ) -> Result<RunResult, ClientError> {
         let mut notifications = self.client.subscribe();
-        let params = PromptParams {
+        let prompt = PromptParams {
             session_id: self.id.clone(),
             content_blocks: blocks,
         };
-        let PromptResult { message_id } = self.client.call(SESSION_PROMPT, &params).await?;
+        let PromptResult { message_id } = match budget {
+            Some(budget) => {
+                let params = BudgetedPrompt { prompt, budget };
+                self.client.call(SESSION_PROMPT, &params).await?
+            }
+            None => self.client.call(SESSION_PROMPT, &prompt).await?,
+        };
         let mut events = Vec::new();
         let mut outcome = Outcome::default();
         let mut started = false;
@@ -88,11 +139,28 @@ impl<'a> Session<'a> {
                     started |= matches!(&typed, Some(Event::InboxSpliced(spliced))
                         if spliced.inserted.iter().any(|m| m.id == message_id));
                     if started {
-                        observe(&event, typed.as_ref());
+                        observe(Update::Event(&event, typed.as_ref()));
                         if let Some(typed) = typed {
                             outcome.see(typed);
                         }
                         events.push(event);
+                    }
+                }
+                SESSION_DELTA if started => {
+                    let delta: SessionDeltaParams =
+                        serde_json::from_value(params).map_err(|err| {
+                            ClientError::Protocol(format!("bad session.delta: {err}"))
+                        })?;
+                    observe(Update::Delta(&delta));
+                }
+                SESSION_USAGE_NOTIFICATION if started => {
+                    let usage: SessionUsageParams =
+                        serde_json::from_value(params).map_err(|err| {
+                            ClientError::Protocol(format!("bad session.usage: {err}"))
+                        })?;
+                    observe(Update::Usage(&usage));
+                    if usage.turn_ended {
+                        outcome.usage = Some(usage);
                     }
                 }
                 SESSION_STATUS if started && params["status"] == "idle" => break,
@@ -109,6 +177,7 @@ impl<'a> Session<'a> {
                 .map(str::to_owned),
             finish: outcome.finish,
             events,
+            usage: outcome.usage,
         })
     }
 }
@@ -119,6 +188,7 @@ impl<'a> Session<'a> {
 struct Outcome {
     final_response: String,
     finish: Option<TurnEndReason>,
+    usage: Option<SessionUsageParams>,
 }
 
 impl Outcome {

@@ -327,3 +327,94 @@ async fn lists_and_forks_sessions() {
     );
     assert!(client.close().await.unwrap().success());
 }
+
+#[tokio::test]
+async fn usage_deltas_and_budgets_through_the_rust_client() {
+    use dsh_client::Update;
+    use dsh_protocol::methods::{Budget, ClientCapabilities, InitializeExtensions};
+    let dir = TempDir::new("client-usage");
+    let call = serde_json::json!({"blocks": [{"tool_call": {"name": "bash",
+        "arguments": {"description": "d", "command": "echo hi"}}}],
+        "usage": {"input_tokens": 1000, "output_tokens": 10, "cache_hit_tokens": 3000}});
+    let answer = serde_json::json!({"reasoning": ["thinking ", "it over"], "text": ["all ", "done"],
+        "usage": {"input_tokens": 500, "output_tokens": 20, "cache_hit_tokens": 4000}});
+    let scenario = dir.path().join("scenario.json");
+    let replies = serde_json::json!({"replies": [call, answer, call, call, call, answer]});
+    std::fs::write(&scenario, replies.to_string()).unwrap();
+    let client = HarnessClient::spawn(config(&dir)).await.unwrap();
+    let extensions = InitializeExtensions {
+        client_capabilities: Some(ClientCapabilities {
+            deltas: true,
+            usage: true,
+            ..ClientCapabilities::default()
+        }),
+        ..InitializeExtensions::default()
+    };
+    let model = scenario.to_string_lossy().into_owned();
+    client
+        .initialize_with("scripted", &model, &extensions)
+        .await
+        .unwrap();
+    let session = client.session("s-usage");
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let mut notices = 0;
+    let run = session
+        .run_with(
+            vec![dsh_client::text_block("go")],
+            None,
+            |update| match update {
+                Update::Delta(delta) => match delta.kind {
+                    dsh_protocol::methods::DeltaKind::Text => text.push_str(&delta.delta),
+                    dsh_protocol::methods::DeltaKind::Reasoning => reasoning.push_str(&delta.delta),
+                    _ => {}
+                },
+                Update::Usage(_) => notices += 1,
+                Update::Event(..) => {}
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (text.as_str(), reasoning.as_str()),
+        ("all done", "thinking it over")
+    );
+    assert_eq!(run.final_response, text);
+    // One notice per reply, one at the turn's end.
+    assert_eq!(notices, 3);
+    let usage = run.usage.unwrap();
+    assert!(usage.turn_ended);
+    let total = usage.turn_total.counts;
+    assert_eq!(
+        (
+            total.requests,
+            total.input_tokens,
+            total.cache_hit_tokens,
+            total.output_tokens
+        ),
+        (2, 8500, 7000, 30)
+    );
+    let stored = client.usage("s-usage").await.unwrap();
+    assert_eq!(stored.total, usage.turn_total);
+
+    // A budget of two model requests stops the tool loop after two.
+    let run = session
+        .run_with(
+            vec![dsh_client::text_block("loop")],
+            Some(Budget {
+                max_cost_usd: None,
+                max_turns: Some(2),
+            }),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(run.finish_reason.as_deref(), Some("aborted"));
+    let reason = serde_json::to_value(&run.finish).unwrap();
+    assert_eq!(
+        reason,
+        serde_json::json!({"kind": "aborted", "reason": {"kind": "budget", "limit": "maxTurns"}})
+    );
+    assert_eq!(run.usage.unwrap().turn_total.counts.requests, 2);
+    assert!(client.close().await.unwrap().success());
+}
