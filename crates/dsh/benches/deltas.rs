@@ -2,9 +2,12 @@
 //!
 //! * `deltas/reply_1mib_cpu/{off,on}`: the runtime's CPU time (all its
 //!   threads, from `/proc/<pid>/task/*/schedstat`) for one turn whose
-//!   scripted reply streams 1 MiB of text in 4096 fragments, with the
-//!   client's `deltas` capability off and on. The bound: on costs at most
-//!   10 % more than off.
+//!   scripted reply (the in-process provider: no HTTP, the harshest case)
+//!   streams 1 MiB of text in 4096 fragments, with the client's `deltas`
+//!   capability off and on. The bound: on costs at most 10 % more than off.
+//! * `deltas/reply_1mib_http_cpu/{off,on}`: the same reply streamed by a
+//!   fake DeepSeek server over HTTP (SSE, in the bench's process, so its
+//!   CPU is not counted), as a real provider streams it.
 //! * `deltas/working_directory_get_under_100_streams`: the round trip of
 //!   `session/working-directory/get` while 100 sessions stream replies (a
 //!   fake DeepSeek server pacing each fragment 5 ms apart) to the same
@@ -156,6 +159,49 @@ fn reply_cpu(c: &mut Criterion) {
     group.finish();
 }
 
+fn reply_http_cpu(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tokio = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    let piece = "abcdefghijklmnop".repeat(16); // 256 bytes
+    let reply = json!({"text": vec![piece; PIECES]});
+    let mut group = c.benchmark_group("deltas/reply_1mib_http_cpu");
+    group.sample_size(20);
+    for (name, caps) in [("off", json!({})), ("on", json!({"deltas": true}))] {
+        let replies: Vec<_> = (0..2000).map(|_| reply.clone()).collect();
+        let scenario: Scenario =
+            serde_json::from_value(json!({ "replies": replies })).unwrap_or_else(|e| panic!("{e}"));
+        let server = tokio
+            .block_on(FakeServer::start(scenario, None))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let home = dir.path().join(name);
+        std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+        let env = [
+            ("DEEPSEEK_BASE_URL", server.base_url()),
+            ("DEEPSEEK_API_KEY", "bench".to_owned()),
+        ];
+        let mut runtime = Runtime::start(&home, &env);
+        runtime.initialize(json!({"cwd": home, "provider": "deepseek-official",
+            "model": "deepseek-v4-flash", "clientCapabilities": caps}));
+        let mut session = 0u64;
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let before = runtime.cpu();
+                for _ in 0..iterations {
+                    session += 1;
+                    let id = format!("s{session}");
+                    runtime.prompt(&id);
+                    let idle = format!(r#""sessionId":"{id}","status":"idle""#);
+                    runtime.until(|line| line.contains(&idle));
+                }
+                runtime.cpu().saturating_sub(before)
+            });
+        });
+        drop(runtime);
+        drop(server);
+    }
+    group.finish();
+}
+
 fn streams_latency(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let tokio = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
@@ -219,5 +265,5 @@ fn streams_latency(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, reply_cpu, streams_latency);
+criterion_group!(benches, reply_cpu, reply_http_cpu, streams_latency);
 criterion_main!(benches);

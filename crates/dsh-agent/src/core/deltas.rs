@@ -9,12 +9,12 @@ use dsh_tools::OutputTap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Most bytes a [`DeltaTap`] holds before it hands them on.
-const TAP_HOLD_MAX: usize = 64 << 10;
+const TAP_HOLD_MAX: usize = 1 << 20;
 
 /// Turns one attempt's chunks into deltas. Fragments of one block that
 /// arrive together (the provider's stream had more ready) are handed on
 /// as one delta when the stream waits, when another block's fragment comes,
-/// or past 64 KiB: no delay, and no cost per fragment.
+/// or past 1 MiB: no delay, and no cost per fragment.
 pub(super) struct DeltaTap {
     observer: Arc<dyn EventObserver>,
     session_id: String,
