@@ -158,8 +158,8 @@ impl Outgoing {
     }
 
     /// A `session.delta` notification (the bytes
-    /// [`notification`](Self::notification) writes; see
-    /// [`write_session_delta`]).
+    /// [`notification`](Self::notification) writes, built as the frame
+    /// writer builds them: the text escaped eight bytes at a time).
     pub fn session_delta(params: &SessionDeltaParams) -> Self {
         let mut head = Vec::new();
         write_session_delta(&mut head, params, std::slice::from_ref(&params.delta));
