@@ -5,15 +5,13 @@
 // through the HarnessClient's request().
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { HarnessClient } from '@deepseek-ai/dsh-sdk-client';
-import { JsonRpcLineTransport } from '@deepseek-ai/dsh-sdk-protocol';
 
-import { childEnv, dshBin, launch, layout, scenario } from './support.mjs';
+import { launch, layout, scenario, transportTo } from './support.mjs';
 
 const SID = 'session-ts-steer';
 
@@ -31,24 +29,6 @@ function escalatingTurn(command) {
     },
     { text: 'Done.' },
   ];
-}
-
-/**
- * The runtime on a raw transport of the official protocol package; the
- * test awaits `transport.stop()` (end of input, then the exit) before its
- * directories go.
- */
-function transportTo(t, dirs) {
-  const child = spawn(dshBin(), ['--profile', 'sdk'], { cwd: dirs.workspace, env: childEnv(dirs), stdio: ['pipe', 'pipe', 'inherit'] });
-  const transport = new JsonRpcLineTransport(child.stdout, child.stdin);
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  transport.stop = async () => {
-    transport.close();
-    child.stdin.end();
-    return exited;
-  };
-  t.after(() => transport.stop());
-  return transport;
 }
 
 /** Resolves with the first notification `match` accepts. */

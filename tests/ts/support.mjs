@@ -1,12 +1,16 @@
 // Shared helpers for the TypeScript-client interop tests: the binary under
 // test, a fresh temp layout per test, the child environment, scenario files
 // for the offline `scripted` provider, and a /proc scan for leftover
-// processes.
+// processes, and the runtime on a raw transport of the official protocol
+// package.
 
+import { spawn } from 'node:child_process';
 import { accessSync, constants, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { JsonRpcLineTransport } from '@deepseek-ai/dsh-sdk-protocol';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -102,4 +106,22 @@ export function processesWithDshHome(dshHome) {
 /** Event types of `session.event` payloads' envelopes, in order. */
 export function types(events) {
   return events.map((event) => event.type);
+}
+
+/**
+ * The runtime on a raw transport of the official protocol package; the
+ * test awaits `transport.stop()` (end of input, then the exit) before its
+ * directories go.
+ */
+export function transportTo(t, dirs) {
+  const child = spawn(dshBin(), ['--profile', 'sdk'], { cwd: dirs.workspace, env: childEnv(dirs), stdio: ['pipe', 'pipe', 'inherit'] });
+  const transport = new JsonRpcLineTransport(child.stdout, child.stdin);
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  transport.stop = async () => {
+    transport.close();
+    child.stdin.end();
+    return exited;
+  };
+  t.after(() => transport.stop());
+  return transport;
 }

@@ -5,27 +5,11 @@
 // its request().
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 
-import { JsonRpcLineTransport } from '@deepseek-ai/dsh-sdk-protocol';
-
-import { childEnv, dshBin, layout, scenario } from './support.mjs';
+import { layout, scenario, transportTo } from './support.mjs';
 
 const SID = 'session-ts-watch';
-
-function transportTo(t, dirs) {
-  const child = spawn(dshBin(), ['--profile', 'sdk'], { cwd: dirs.workspace, env: childEnv(dirs), stdio: ['pipe', 'pipe', 'inherit'] });
-  const transport = new JsonRpcLineTransport(child.stdout, child.stdin);
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  transport.stop = async () => {
-    transport.close();
-    child.stdin.end();
-    return exited;
-  };
-  t.after(() => transport.stop());
-  return transport;
-}
 
 function idle(seen) {
   return new Promise((resolve) => {

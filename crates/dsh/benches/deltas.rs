@@ -16,7 +16,8 @@
 //!
 //! `cargo bench -p dsh --bench deltas`.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use dsh_fake_model::FakeServer;
 use dsh_llm::scripted::Scenario;
 use serde_json::{Value, json};
@@ -123,6 +124,25 @@ impl Drop for Runtime {
     }
 }
 
+/// Benches `name`: the runtime's CPU time for one turn of a new session
+/// (prompt → `idle`).
+fn turns_cpu(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, runtime: &mut Runtime) {
+    let mut session = 0u64;
+    group.bench_function(name, |b| {
+        b.iter_custom(|iterations| {
+            let before = runtime.cpu();
+            for _ in 0..iterations {
+                session += 1;
+                let id = format!("s{session}");
+                runtime.prompt(&id);
+                let idle = format!(r#""sessionId":"{id}","status":"idle""#);
+                runtime.until(|line| line.contains(&idle));
+            }
+            runtime.cpu().saturating_sub(before)
+        });
+    });
+}
+
 fn reply_cpu(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let piece = "abcdefghijklmnop".repeat(16); // 256 bytes
@@ -141,20 +161,7 @@ fn reply_cpu(c: &mut Criterion) {
             json!({"cwd": home, "provider": "scripted", "model": scenario,
             "clientCapabilities": caps}),
         );
-        let mut session = 0u64;
-        group.bench_function(name, |b| {
-            b.iter_custom(|iterations| {
-                let before = runtime.cpu();
-                for _ in 0..iterations {
-                    session += 1;
-                    let id = format!("s{session}");
-                    runtime.prompt(&id);
-                    let idle = format!(r#""sessionId":"{id}","status":"idle""#);
-                    runtime.until(|line| line.contains(&idle));
-                }
-                runtime.cpu().saturating_sub(before)
-            });
-        });
+        turns_cpu(&mut group, name, &mut runtime);
     }
     group.finish();
 }
@@ -182,20 +189,7 @@ fn reply_http_cpu(c: &mut Criterion) {
         let mut runtime = Runtime::start(&home, &env);
         runtime.initialize(json!({"cwd": home, "provider": "deepseek-official",
             "model": "deepseek-v4-flash", "clientCapabilities": caps}));
-        let mut session = 0u64;
-        group.bench_function(name, |b| {
-            b.iter_custom(|iterations| {
-                let before = runtime.cpu();
-                for _ in 0..iterations {
-                    session += 1;
-                    let id = format!("s{session}");
-                    runtime.prompt(&id);
-                    let idle = format!(r#""sessionId":"{id}","status":"idle""#);
-                    runtime.until(|line| line.contains(&idle));
-                }
-                runtime.cpu().saturating_sub(before)
-            });
-        });
+        turns_cpu(&mut group, name, &mut runtime);
         drop(runtime);
         drop(server);
     }

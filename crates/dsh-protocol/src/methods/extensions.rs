@@ -5,6 +5,7 @@
 //! of these fields sees the official protocol unchanged.
 
 pub use super::extension_error::ExtensionError;
+use super::validate::{MAX_SAFE_INTEGER, count_up_to, non_empty_string, optional, safe_integer};
 use crate::JsonObject;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -262,9 +263,6 @@ pub struct EventsResult {
     pub last_seq: Option<u64>,
 }
 
-/// Largest safe integer of JavaScript clients.
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
 impl InitializeExtensions {
     /// Takes the extension fields out of `initialize`'s params (the rest
     /// is the official params, validated as before).
@@ -320,29 +318,20 @@ impl EventsParams {
     /// `sessionId` (non-empty string), `afterSeq` (absent, `null` or a
     /// non-negative safe integer), `limit` (absent, `null` or 1–10000).
     pub fn validate(mut params: JsonObject) -> Result<Self, ExtensionError> {
-        let session_id = match params.remove("sessionId") {
-            Some(Value::String(id)) if !id.is_empty() => id,
-            _ => return Err(ExtensionError::EventsSessionId),
-        };
-        let after_seq = match params.remove("afterSeq") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(
-                value
-                    .as_u64()
-                    .filter(|seq| *seq <= MAX_SAFE_INTEGER)
-                    .ok_or(ExtensionError::EventsAfterSeq)?,
-            ),
-        };
-        let limit = match params.remove("limit") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(
-                value
-                    .as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .filter(|n| (1..=EVENTS_PAGE_MAX).contains(n))
-                    .ok_or(ExtensionError::EventsLimit)?,
-            ),
-        };
+        let session_id =
+            non_empty_string(&mut params, "sessionId").ok_or(ExtensionError::EventsSessionId)?;
+        let after_seq = optional(
+            &mut params,
+            "afterSeq",
+            safe_integer,
+            ExtensionError::EventsAfterSeq,
+        )?;
+        let limit = optional(
+            &mut params,
+            "limit",
+            count_up_to(EVENTS_PAGE_MAX),
+            ExtensionError::EventsLimit,
+        )?;
         Ok(Self {
             session_id,
             after_seq,
@@ -354,10 +343,8 @@ impl EventsParams {
 impl CancelParams {
     /// `sessionId` (non-empty string), then the optional flags (booleans).
     pub fn validate(mut params: JsonObject) -> Result<Self, ExtensionError> {
-        let session_id = match params.remove("sessionId") {
-            Some(Value::String(id)) if !id.is_empty() => id,
-            _ => return Err(ExtensionError::CancelSessionId),
-        };
+        let session_id =
+            non_empty_string(&mut params, "sessionId").ok_or(ExtensionError::CancelSessionId)?;
         let mut flag = |name: &'static str| match params.remove(name) {
             None | Some(Value::Null) => Ok(false),
             Some(Value::Bool(value)) => Ok(value),

@@ -3,10 +3,10 @@
 //! and `session/fork` (a new session holding a stored one's events through
 //! a completed turn).
 
+use super::validate::{a_string, count_up_to, non_empty_string, optional, safe_integer};
 use crate::JsonObject;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// `session/list`: a page of the sessions stored in `DSH_HOME`.
 pub const SESSION_LIST: &str = "session/list";
@@ -19,9 +19,6 @@ pub const LIST_PAGE_DEFAULT: usize = 50;
 
 /// Most sessions on one `session/list` page.
 pub const LIST_PAGE_MAX: usize = 1000;
-
-/// Largest safe integer of JavaScript clients.
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Params of `session/list`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -206,20 +203,6 @@ pub enum SessionsParamError {
     ForkNewSessionId,
 }
 
-/// `params[key]`: absent or `null` is `None`, a string is taken, anything
-/// else is `err`.
-fn optional_string(
-    params: &mut JsonObject,
-    key: &str,
-    err: SessionsParamError,
-) -> Result<Option<String>, SessionsParamError> {
-    match params.remove(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(err),
-    }
-}
-
 impl ListParams {
     /// `cwd` and `query` (absent, `null` or strings), `cursor` (absent,
     /// `null` or a cursor a page returned), `limit` (absent, `null` or
@@ -227,23 +210,29 @@ impl ListParams {
     pub fn validate(
         mut params: JsonObject,
     ) -> Result<(Self, Option<ListCursor>), SessionsParamError> {
-        let cwd = optional_string(&mut params, "cwd", SessionsParamError::ListCwd)?;
-        let cursor = optional_string(&mut params, "cursor", SessionsParamError::ListCursor)?;
+        let cwd = optional(&mut params, "cwd", a_string, SessionsParamError::ListCwd)?;
+        let cursor = optional(
+            &mut params,
+            "cursor",
+            a_string,
+            SessionsParamError::ListCursor,
+        )?;
         let decoded = match &cursor {
             None => None,
             Some(text) => Some(ListCursor::decode(text).ok_or(SessionsParamError::ListCursor)?),
         };
-        let limit = match params.remove("limit") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(
-                value
-                    .as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .filter(|n| (1..=LIST_PAGE_MAX).contains(n))
-                    .ok_or(SessionsParamError::ListLimit)?,
-            ),
-        };
-        let query = optional_string(&mut params, "query", SessionsParamError::ListQuery)?;
+        let limit = optional(
+            &mut params,
+            "limit",
+            count_up_to(LIST_PAGE_MAX),
+            SessionsParamError::ListLimit,
+        )?;
+        let query = optional(
+            &mut params,
+            "query",
+            a_string,
+            SessionsParamError::ListQuery,
+        )?;
         Ok((
             Self {
                 cwd,
@@ -261,24 +250,20 @@ impl ForkParams {
     /// non-negative safe integer), `newSessionId` (absent, `null` or a
     /// non-empty string).
     pub fn validate(mut params: JsonObject) -> Result<Self, SessionsParamError> {
-        let session_id = match params.remove("sessionId") {
-            Some(Value::String(id)) if !id.is_empty() => id,
-            _ => return Err(SessionsParamError::ForkSessionId),
-        };
-        let at_seq = match params.remove("atSeq") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(
-                value
-                    .as_u64()
-                    .filter(|seq| *seq <= MAX_SAFE_INTEGER)
-                    .ok_or(SessionsParamError::ForkAtSeq)?,
-            ),
-        };
-        let new_session_id = match params.remove("newSessionId") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(id)) if !id.is_empty() => Some(id),
-            Some(_) => return Err(SessionsParamError::ForkNewSessionId),
-        };
+        let session_id =
+            non_empty_string(&mut params, "sessionId").ok_or(SessionsParamError::ForkSessionId)?;
+        let at_seq = optional(
+            &mut params,
+            "atSeq",
+            safe_integer,
+            SessionsParamError::ForkAtSeq,
+        )?;
+        let new_session_id = optional(
+            &mut params,
+            "newSessionId",
+            |value| a_string(value).filter(|id| !id.is_empty()),
+            SessionsParamError::ForkNewSessionId,
+        )?;
         Ok(Self {
             session_id,
             at_seq,
@@ -290,7 +275,7 @@ impl ForkParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn object(value: Value) -> JsonObject {
         match value {

@@ -11,11 +11,11 @@
 //! `cache_creation_input_tokens`), `inputTokens` their sum.
 
 use super::extension_error::ExtensionError;
+use super::validate::{non_empty_string, optional};
 use crate::JsonObject;
 use crate::catalog::Usage;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// `session/usage`: a session's usage and cost, from its log.
@@ -318,10 +318,9 @@ pub struct UsageResult {
 impl UsageParams {
     /// `sessionId` must be a non-empty string.
     pub fn validate(mut params: JsonObject) -> Result<Self, ExtensionError> {
-        match params.remove("sessionId") {
-            Some(Value::String(id)) if !id.is_empty() => Ok(Self { session_id: id }),
-            _ => Err(ExtensionError::UsageSessionId),
-        }
+        let session_id =
+            non_empty_string(&mut params, "sessionId").ok_or(ExtensionError::UsageSessionId)?;
+        Ok(Self { session_id })
     }
 }
 
@@ -346,25 +345,23 @@ impl Budget {
     /// positive integer) out of `session/prompt`'s params; `None` when
     /// neither is given (or both are `null`).
     pub fn take(params: &mut JsonObject) -> Result<Option<Self>, ExtensionError> {
-        let max_cost_usd = match params.remove("maxCostUsd") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(
-                value
-                    .as_f64()
-                    .filter(|usd| usd.is_finite() && *usd > 0.0)
-                    .ok_or(ExtensionError::MaxCostUsd)?,
-            ),
-        };
-        let max_turns = match params.remove("maxTurns") {
-            None | Some(Value::Null) => None,
-            Some(value) => Some(
+        let max_cost_usd = optional(
+            params,
+            "maxCostUsd",
+            |value| value.as_f64().filter(|usd| usd.is_finite() && *usd > 0.0),
+            ExtensionError::MaxCostUsd,
+        )?;
+        let max_turns = optional(
+            params,
+            "maxTurns",
+            |value| {
                 value
                     .as_u64()
                     .and_then(|n| u32::try_from(n).ok())
                     .filter(|n| *n > 0)
-                    .ok_or(ExtensionError::MaxTurns)?,
-            ),
-        };
+            },
+            ExtensionError::MaxTurns,
+        )?;
         Ok(
             (max_cost_usd.is_some() || max_turns.is_some()).then_some(Self {
                 max_cost_usd,
@@ -377,7 +374,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn object(value: Value) -> JsonObject {
         match value {

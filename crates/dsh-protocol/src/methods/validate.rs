@@ -156,7 +156,7 @@ fn string(params: &mut JsonObject, key: &str) -> Option<String> {
 }
 
 /// `params[key]` if it is a non-empty string.
-fn non_empty_string(params: &mut JsonObject, key: &str) -> Option<String> {
+pub(super) fn non_empty_string(params: &mut JsonObject, key: &str) -> Option<String> {
     string(params, key).filter(|s| !s.is_empty())
 }
 
@@ -166,6 +166,43 @@ fn defaulted_string(params: &mut JsonObject, key: &str, default: &str) -> Option
         None | Some(Value::Null) => Some(default.to_owned()),
         Some(Value::String(s)) => Some(s),
         Some(_) => None,
+    }
+}
+
+/// `params[key]` taken by `read`: `None` when it is absent or `null`,
+/// `err` when `read` refuses it.
+pub(super) fn optional<T, E>(
+    params: &mut JsonObject,
+    key: &str,
+    read: impl FnOnce(Value) -> Option<T>,
+    err: E,
+) -> Result<Option<T>, E> {
+    match params.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => read(value).map(Some).ok_or(err),
+    }
+}
+
+/// A string value.
+pub(super) fn a_string(value: Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// A non-negative safe integer (0 … 2^53−1).
+pub(super) fn safe_integer(value: Value) -> Option<u64> {
+    value.as_u64().filter(|n| *n <= MAX_SAFE_INTEGER)
+}
+
+/// An integer from 1 to `max`.
+pub(super) fn count_up_to(max: usize) -> impl FnOnce(Value) -> Option<usize> {
+    move |value| {
+        value
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| (1..=max).contains(n))
     }
 }
 
