@@ -158,6 +158,7 @@ fn parent(model: &str, clock: &Arc<Clock>, workspace: PathBuf) -> Agent {
         lineage: Lineage::default(),
         approvals: Default::default(),
         prices: Default::default(),
+        mcp: None,
     };
     Agent::create(config, Start::New)
 }

@@ -73,6 +73,7 @@ fn new_agent(observer: &Arc<CountingObserver>, store: Option<&SessionStore>) -> 
         lineage: dsh_agent::Lineage::default(),
         approvals: Default::default(),
         prices: Default::default(),
+        mcp: None,
     };
     Agent::create(config, Start::New)
 }

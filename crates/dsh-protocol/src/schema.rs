@@ -22,7 +22,7 @@ use crate::methods::{
     WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET, WorkingDirectoryResult,
 };
 use crate::methods::{ForkParams, ForkResult, ListParams, ListResult, SESSION_FORK, SESSION_LIST};
-use crate::methods::{SESSION_DELTA, SessionDeltaParams};
+use crate::methods::{MCP_SERVER, McpServerParams, SESSION_DELTA, SessionDeltaParams};
 use crate::notifications::{
     SESSION_EVENT, SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED, SessionEventParams,
     SessionStatusParams, SubagentFinishedParams, SubagentStartedParams,
@@ -143,6 +143,7 @@ pub fn protocol_schema() -> Value {
             writes.subschema_for::<SessionUsageParams>(),
         ),
         (SESSION_DELTA, writes.subschema_for::<SessionDeltaParams>()),
+        (MCP_SERVER, writes.subschema_for::<McpServerParams>()),
     ];
     let events = Event::payload_schemas(&mut writes);
 
@@ -358,6 +359,7 @@ mod tests {
             SUBAGENT_FINISHED,
             SESSION_USAGE_NOTIFICATION,
             SESSION_DELTA,
+            MCP_SERVER,
         ] {
             assert!(schema["notifications"][notification].is_object());
         }

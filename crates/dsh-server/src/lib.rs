@@ -38,4 +38,4 @@ mod state;
 pub use error::RpcError;
 pub use serve::{Exit, serve};
 pub use server::Server;
-pub use state::ServerConfig;
+pub use state::{McpSettings, ServerConfig};

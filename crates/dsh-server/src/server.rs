@@ -60,13 +60,41 @@ impl Server {
             route: init.route,
             provider: init.provider,
             retry: self.inner.config.retry.clone(),
-            workspace,
             log,
             tools: Arc::clone(&self.inner.config.tools),
             sessions: Some(Arc::new(ChildHost(Arc::downgrade(&self.inner)))),
             lineage: Lineage::default(),
             approvals: init.approvals.for_root(id),
             prices: init.prices,
+            mcp: self.mcp_servers(&init.mcp_servers, init.project_mcp, &workspace),
+            workspace,
+        }
+    }
+
+    /// The MCP servers of a session in `workspace`: those of `initialize`
+    /// and the launch, then (when the client allowed it) the workspace's
+    /// `.mcp.json`. A project file that cannot be read or used is reported
+    /// on stderr and skipped; so is a server past the runtime's limit.
+    fn mcp_servers(
+        &self,
+        configured: &[dsh_mcp::ServerConfig],
+        project: bool,
+        workspace: &Path,
+    ) -> Option<dsh_mcp::SessionServers> {
+        let mut layers = vec![configured.to_vec()];
+        if project {
+            layers.push(project_mcp(workspace));
+        }
+        let servers = dsh_mcp::config::merge(layers);
+        if servers.is_empty() {
+            return None;
+        }
+        match self.inner.mcp.session(&servers, workspace) {
+            Ok(servers) => Some(servers),
+            Err(err) => {
+                tracing::warn!("{err}; the session has no MCP tools");
+                None
+            }
         }
     }
 
@@ -264,6 +292,8 @@ impl Server {
     /// turns are cancelled). Idempotent.
     pub fn shutdown(&self) {
         self.inner.mute();
+        // No MCP server outlives the runtime, whatever its agents do next.
+        self.inner.mcp.kill_all();
         let sessions = {
             let mut registry = self.registry();
             registry.shutting_down = true;
@@ -377,5 +407,38 @@ impl Opening<'_> {
 impl Drop for Opening<'_> {
     fn drop(&mut self) {
         self.server.registry().opening.remove(self.id);
+    }
+}
+
+/// Largest `.mcp.json` read from a workspace.
+const PROJECT_MCP_MAX_BYTES: u64 = 1024 * 1024;
+
+/// The servers of `workspace`'s `.mcp.json` (Claude Code's format), or
+/// none when it is absent or unusable (reported on stderr).
+fn project_mcp(workspace: &Path) -> Vec<dsh_mcp::ServerConfig> {
+    let path = workspace.join(".mcp.json");
+    let text = match dsh_tools::read_regular(&path, PROJECT_MCP_MAX_BYTES) {
+        Ok(bytes) => bytes,
+        Err(dsh_tools::ReadRegularError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Vec::new();
+        }
+        Err(err) => {
+            tracing::warn!("{}: not read: {err}", path.display());
+            return Vec::new();
+        }
+    };
+    let lookup = |name: &str| std::env::var(name).ok();
+    let parsed = serde_json::from_slice::<serde_json::Value>(&text)
+        .map_err(|err| err.to_string())
+        .and_then(|value| {
+            dsh_mcp::config::from_file_map(&value, dsh_mcp::Source::Project, &lookup)
+                .map_err(|err| err.to_string())
+        });
+    match parsed {
+        Ok(servers) => servers,
+        Err(err) => {
+            tracing::warn!("{}: not used: {err}", path.display());
+            Vec::new()
+        }
     }
 }

@@ -38,6 +38,20 @@ pub struct ServerConfig {
     /// Approval policy rules of the launch (`--patch` overlays'
     /// `approvalRules:`), applied before those an `initialize` adds.
     pub approval_rules: ApprovalRules,
+    /// MCP servers of the launch and how every server is run.
+    pub mcp: McpSettings,
+}
+
+/// The MCP side of a launch.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    /// Servers of the launch (`--patch` overlays' `mcpServers:`, `dsh
+    /// headless --mcp`), after those an `initialize` names.
+    pub servers: Vec<dsh_mcp::ServerConfig>,
+    /// Limits every server shares.
+    pub options: dsh_mcp::ServerOptions,
+    /// Where results keep images and long texts.
+    pub store: dsh_mcp::ResultStore,
 }
 
 /// The route and workspace committed by the last successful `initialize`.
@@ -49,6 +63,10 @@ pub(crate) struct Initialized {
     pub approvals: ApprovalSettings,
     /// Prices per model for usage figures and budgets.
     pub prices: Arc<PriceTable>,
+    /// MCP servers for new sessions: the client's, then the launch's.
+    pub mcp_servers: Arc<Vec<dsh_mcp::ServerConfig>>,
+    /// Whether a session also reads its workspace's `.mcp.json`.
+    pub project_mcp: bool,
 }
 
 /// How the sessions created after an `initialize` decide requests for
@@ -95,18 +113,49 @@ pub(crate) struct ServerInner {
     muted: Arc<AtomicBool>,
     /// The optional notifications the client asked for.
     pub wants: Arc<Wants>,
+    /// The runtime's MCP servers.
+    pub mcp: dsh_mcp::McpHub,
     state: Mutex<Registry>,
+}
+
+/// Sends `mcp.server` notifications (until shutdown mutes the runtime).
+struct McpNotifier {
+    writer: FrameWriter,
+    muted: Arc<AtomicBool>,
+}
+
+impl dsh_mcp::StatusSink for McpNotifier {
+    fn status(&self, status: &dsh_mcp::ServerStatus) {
+        if self.muted.load(Ordering::SeqCst) {
+            return;
+        }
+        match dsh_protocol::Outgoing::notification(dsh_protocol::methods::MCP_SERVER, status) {
+            Ok(frame) => self.writer.send(frame),
+            Err(err) => tracing::error!("mcp.server notification not sent: {err}"),
+        }
+    }
 }
 
 impl ServerInner {
     /// The state of a server writing frames to `writer`.
     pub(crate) fn new(config: ServerConfig, writer: FrameWriter) -> Self {
+        let muted = Arc::new(AtomicBool::new(false));
+        let notifier = McpNotifier {
+            writer: writer.clone(),
+            muted: Arc::clone(&muted),
+        };
+        let mcp = dsh_mcp::McpHub::new(
+            config.mcp.options.clone(),
+            config.mcp.store.clone(),
+            Arc::new(notifier),
+        );
         Self {
             client: Arc::new(ClientChannel::new(writer.clone())),
             writer,
             config,
-            muted: Arc::new(AtomicBool::new(false)),
+            muted,
             wants: Arc::default(),
+            mcp,
             state: Mutex::new(Registry::default()),
         }
     }

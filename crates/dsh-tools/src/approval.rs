@@ -42,6 +42,8 @@ pub struct Approvals {
     pub timeout: Option<Duration>,
     /// `(tool, mode)` pairs granted for the rest of the session.
     grants: Mutex<HashSet<(String, PermissionMode)>>,
+    /// Tools whose calls were allowed for the rest of the session.
+    call_grants: Mutex<HashSet<String>>,
 }
 
 impl Approvals {
@@ -57,6 +59,7 @@ impl Approvals {
             approver,
             timeout,
             grants: Mutex::new(HashSet::new()),
+            call_grants: Mutex::new(HashSet::new()),
         }
     }
 
@@ -78,6 +81,22 @@ impl Approvals {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert((tool.to_owned(), mode));
+    }
+}
+
+impl Approvals {
+    fn call_granted(&self, tool: &str) -> bool {
+        self.call_grants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(tool)
+    }
+
+    fn grant_call(&self, tool: &str) {
+        self.call_grants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(tool.to_owned());
     }
 }
 
@@ -261,6 +280,107 @@ pub(crate) async fn check_escalation(
         ))),
         ApprovalOutcome::Rejected => Some(ToolOutput::failure(format!(
             "Error: sandbox escalation to \"{requested}\" was rejected: {}",
+            verdict.message.as_deref().unwrap_or("no reason given")
+        ))),
+        ApprovalOutcome::Cancelled => {
+            Some(ToolOutput::failure("Error: tool call aborted").with_error(ToolErrorCode::Aborted))
+        }
+    }
+}
+
+/// What a tool from another source says of its own calls (an MCP
+/// server's `readOnlyHint` / `destructiveHint` annotations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallHints {
+    /// The tool does not change its environment.
+    pub read_only: bool,
+    /// The tool may destroy data (MCP's default for a tool that is not
+    /// read-only).
+    pub destructive: bool,
+}
+
+/// Whether a call of `tool` (a tool from another source, e.g. an MCP
+/// server's) may run: `None` when it may, or the refused result. In order:
+/// a deny rule refuses; an allow rule, a read-only tool or an earlier
+/// `allow-session` grant runs; with a client that answers approvals, a
+/// tool not annotated non-destructive is asked about (`approval/asked`,
+/// `approval/decided` recorded); without one it runs, except in a
+/// `read-only` session. Rules match `tool` exactly, `*`, or a prefix
+/// ending in `*` (`mcp__github__*`).
+pub async fn check_call(
+    ctx: &ToolContext,
+    tool: &str,
+    hints: CallHints,
+    arguments: &Value,
+) -> Option<ToolOutput> {
+    let approvals = Arc::clone(&ctx.approvals);
+    let matches = |rules: &[ApprovalRule]| {
+        rules.iter().any(|rule| {
+            let named = match rule.tool.strip_suffix('*') {
+                Some(prefix) => tool.starts_with(prefix),
+                None => rule.tool == tool,
+            };
+            named
+                && rule.command_prefix.is_none()
+                && rule.path_prefix.is_none()
+                && rule
+                    .mode
+                    .as_deref()
+                    .is_none_or(|m| m.parse::<PermissionMode>() == Ok(ctx.mode))
+        })
+    };
+    if matches(&approvals.rules.deny) {
+        return Some(ToolOutput::failure(format!(
+            "Error: the call of {tool} was refused by a policy rule"
+        )));
+    }
+    if matches(&approvals.rules.allow) || hints.read_only || approvals.call_granted(tool) {
+        return None;
+    }
+    let Some(approver) = &approvals.approver else {
+        return (ctx.mode == PermissionMode::ReadOnly).then(|| {
+            ToolOutput::failure(format!(
+                "Error: MCP tool \"{tool}\" is not read-only and this session is read-only"
+            ))
+        });
+    };
+    if !hints.destructive {
+        return None;
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let reason = format!("call {tool}");
+    ctx.host.emit(ToolEvent::ApprovalAsked(ApprovalAsked {
+        id: id.clone(),
+        tool_name: tool.to_owned(),
+        call_id: ctx.call_id.clone(),
+        reason: reason.clone(),
+    }));
+    let question = ApprovalQuestion {
+        session_id: ctx.session_id.clone(),
+        approval_id: id.clone(),
+        tool_name: tool.to_owned(),
+        call_id: ctx.call_id.clone(),
+        arguments: arguments.clone(),
+        reason,
+    };
+    let verdict = ask(approver.as_ref(), question, approvals.timeout, ctx).await;
+    if verdict.scope == Some(ApprovalScope::Session) {
+        approvals.grant_call(tool);
+    }
+    ctx.host.emit(ToolEvent::ApprovalDecided(ApprovalDecided {
+        id,
+        outcome: verdict.outcome,
+        decided_by: verdict.by,
+        scope: verdict.scope,
+        message: verdict.message.clone(),
+    }));
+    match verdict.outcome {
+        ApprovalOutcome::Approved => None,
+        ApprovalOutcome::Unavailable => Some(ToolOutput::failure(format!(
+            "Error: the call of {tool} requires approval, but no approval channel is available"
+        ))),
+        ApprovalOutcome::Rejected => Some(ToolOutput::failure(format!(
+            "Error: the call of {tool} was rejected: {}",
             verdict.message.as_deref().unwrap_or("no reason given")
         ))),
         ApprovalOutcome::Cancelled => {

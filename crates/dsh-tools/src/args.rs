@@ -43,6 +43,16 @@ pub(crate) fn parse<T: DeserializeOwned>(spec: &ToolSpec, raw: &str) -> Result<T
     serde_json::from_value(value).map_err(|err| InvalidArgs(err.to_string()))
 }
 
+/// The problems of `value` against `schema` (the subset of JSON schema
+/// [`parse`] checks: `type`, `enum`, `properties`, `required`,
+/// `additionalProperties: false`, `items`; other keywords are left to the
+/// tool), each as the model is told it; empty when it fits.
+pub fn check_arguments(schema: &Value, value: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    check(schema, value, "", &mut problems);
+    problems
+}
+
 fn required_of(schema: &Value) -> Vec<&str> {
     schema
         .get("required")

@@ -88,8 +88,10 @@ mod web_guard;
 mod write_guard;
 
 pub use approval::{
-    ApprovalQuestion, Approvals, Approver, ApproverAnswer, ApproverFuture, DEFAULT_APPROVAL_TIMEOUT,
+    ApprovalQuestion, Approvals, Approver, ApproverAnswer, ApproverFuture, CallHints,
+    DEFAULT_APPROVAL_TIMEOUT, check_call,
 };
+pub use args::check_arguments;
 pub use config::{DEFAULT_BASH_TIMEOUT, DEFAULT_SHELL_TIMEOUT, DEFAULT_WEB_TIMEOUT, ToolsConfig};
 pub use context::{OutputTap, ToolContext};
 pub use dsh_protocol::catalog::ToolSpec;
@@ -112,6 +114,7 @@ pub use sandbox::{
 };
 pub use session::SessionTools;
 pub use tokio_util::sync::CancellationToken;
+pub use tools::read_image::image_block;
 pub use toolset::{Tool, ToolFuture, ToolSet};
 
 use std::sync::Arc;

@@ -36,6 +36,7 @@ Environment:
   DSH_SPILL_MAX_BYTES          Saved output of one bash job (default 64 MiB)
   DSH_SPILL_SESSION_MAX_BYTES  Saved bash output of one session (default 1 GiB)
   DSH_KEEP_TOOL_OUTPUT         1: keep saved bash output after its session
+  DSH_MCP_MESSAGE_MAX_BYTES    Largest message of a stdio MCP server (default 16 MiB)
   DSH_MAX_REPLY_BYTES          Bytes of one provider reply (default from max_tokens)
   DSH_MAX_ERROR_BODY_BYTES     Bytes of a provider error body read (default 64 KiB)
   DSH_STREAM_IDLE_TIMEOUT_MS   Silence after which a provider stream fails
@@ -114,6 +115,10 @@ pub struct HeadlessArgs {
     /// resolve against the current directory).
     #[arg(long)]
     pub model: Option<String>,
+    /// MCP servers from a `.mcp.json`-format file (`{"mcpServers": {name:
+    /// {command, args, env} | {type: "http", url, headers}}}`); repeatable.
+    #[arg(long = "mcp", value_name = "FILE")]
+    pub mcp: Vec<std::path::PathBuf>,
     /// The task: words, or `-` to read it from stdin.
     #[arg(required = true, allow_hyphen_values = true, trailing_var_arg = true)]
     pub task: Vec<String>,

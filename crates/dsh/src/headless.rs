@@ -45,7 +45,10 @@ pub fn run(launch: Box<Launch>, args: HeadlessArgs) -> ExitCode {
     }
 }
 
-fn execute(launch: Box<Launch>, args: &HeadlessArgs, out: &mut Output) -> Result<bool, String> {
+fn execute(mut launch: Box<Launch>, args: &HeadlessArgs, out: &mut Output) -> Result<bool, String> {
+    for file in &args.mcp {
+        launch.add_mcp_file(&launch.process_cwd.join(file))?;
+    }
     let task = if args.task == ["-"] {
         let mut text = String::new();
         std::io::stdin()

@@ -11,7 +11,7 @@ use dsh_llm::{
     DEFAULT_ERROR_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, ERROR_BODY_BYTES_VAR, ProviderEnv,
     ProviderRegistry, REPLY_BYTES_VAR, ReplyLimits, RetryPolicy,
 };
-use dsh_server::ServerConfig;
+use dsh_server::{McpSettings, ServerConfig};
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{
     DEFAULT_FILE_MAX_BYTES, DEFAULT_SPILL_MAX_BYTES, DEFAULT_SPILL_SESSION_MAX_BYTES,
@@ -159,6 +159,9 @@ pub struct Launch {
     /// `DSH_KEEP_TOOL_OUTPUT`: how much `bash` output is saved, and whether
     /// it outlives its session.
     spill: SpillLimits,
+    /// Largest message a stdio MCP server may send
+    /// (`DSH_MCP_MESSAGE_MAX_BYTES`).
+    mcp_message_max_bytes: usize,
     /// The `sdk` profile's `web_search` tool.
     web_search: Option<WebSearch>,
 }
@@ -327,6 +330,11 @@ impl Launch {
                 .unwrap_or(DEFAULT_SPILL_SESSION_MAX_BYTES),
             keep: env.get(KEEP_TOOL_OUTPUT_VAR).as_deref() == Some("1"),
         };
+        let mcp_message_max_bytes = env
+            .bytes(dsh_mcp::MESSAGE_MAX_BYTES_VAR)?
+            .map_or(dsh_mcp::DEFAULT_MESSAGE_MAX_BYTES, |b| {
+                usize::try_from(b).unwrap_or(usize::MAX)
+            });
         let web_search = match profile.kind {
             ProfileKind::Sdk => Some(web_search(&env, &providers, &retry)?),
             ProfileKind::SdkMinimal => None,
@@ -340,6 +348,7 @@ impl Launch {
             sandbox,
             file_max_bytes,
             spill,
+            mcp_message_max_bytes,
             web_search,
         });
         Ok(Prepared::Run(launch))
@@ -366,6 +375,7 @@ impl Launch {
             .with_hidden_env(self.sandbox.hidden_env)
             .with_abi_max(self.sandbox.abi_max);
         let registry = ProviderRegistry::new(self.providers);
+        let registry_attachments = registry.attachments().clone();
         let mut tools_config = ToolsConfig::new(home.join("tool-output"))
             .with_sandbox(sandbox)
             .with_attachments(registry.attachments().clone());
@@ -387,14 +397,40 @@ impl Launch {
         }
         ServerConfig {
             profile: std::sync::Arc::new(self.profile),
-            store: SessionStore::new(home),
+            store: SessionStore::new(home.clone()),
             encoding,
             tools: std::sync::Arc::new(tools),
             registry,
             retry: self.retry,
             process_cwd: self.process_cwd,
             approval_rules: self.env.approval_rules,
+            mcp: McpSettings {
+                servers: self.env.mcp_servers,
+                options: dsh_mcp::ServerOptions {
+                    message_max_bytes: self.mcp_message_max_bytes,
+                    start_timeout: dsh_mcp::DEFAULT_START_TIMEOUT,
+                },
+                store: dsh_mcp::ResultStore {
+                    attachments: registry_attachments,
+                    spill_dir: home.join("tool-output"),
+                },
+            },
         }
+    }
+
+    /// Adds the servers of a `.mcp.json`-format file (`dsh headless
+    /// --mcp`); a server named earlier wins.
+    pub fn add_mcp_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        let lookup = |name: &str| self.env.get(name);
+        let servers = dsh_mcp::config::from_file_map(&json, dsh_mcp::Source::Trusted, &lookup)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        self.env.mcp_servers =
+            dsh_mcp::config::merge([std::mem::take(&mut self.env.mcp_servers), servers]);
+        Ok(())
     }
 }
 
@@ -456,6 +492,9 @@ struct LaunchEnv {
     overlay: BTreeMap<String, String>,
     /// Overlays' `approvalRules:` (dsh's format), lists concatenated.
     approval_rules: dsh_protocol::methods::ApprovalRules,
+    /// Overlays' `mcpServers:` and `dsh headless --mcp` files; the first
+    /// of a name wins.
+    mcp_servers: Vec<dsh_mcp::ServerConfig>,
 }
 
 impl LaunchEnv {
@@ -561,6 +600,16 @@ impl LaunchEnv {
                             .map_err(|e| invalid(format!("approvalRules: {e}")))?;
                     self.approval_rules.allow.extend(rules.allow);
                     self.approval_rules.deny.extend(rules.deny);
+                }
+                (Some("mcpServers"), servers) => {
+                    let json = serde_json::to_value(&servers)
+                        .map_err(|e| invalid(format!("mcpServers: {e}")))?;
+                    let lookup = |name: &str| self.get(name);
+                    let servers =
+                        dsh_mcp::config::from_file_map(&json, dsh_mcp::Source::Trusted, &lookup)
+                            .map_err(|e| invalid(e.to_string()))?;
+                    self.mcp_servers =
+                        dsh_mcp::config::merge([std::mem::take(&mut self.mcp_servers), servers]);
                 }
                 (Some(other), _) => tracing::warn!(
                     "overlay {}: key \"{other}\" is not supported and is ignored",

@@ -56,11 +56,12 @@ pub(super) fn prepare_request(
     compose(core, state, turn, ContextSlot::AfterRuntimeContext);
     if let Some(reason) = state.header_reason.take() {
         let (config, adapter_defaults) = core.route.header_config();
+        let tools = state.tool_specs(&core.roster);
         let header = RequestHeaderBody {
             config,
             adapter_defaults,
             // The official reader refuses an empty `tools` list: omit it.
-            tools: (!core.roster.specs().is_empty()).then_some(&core.roster.specs()[..]),
+            tools: (!tools.is_empty()).then_some(&tools[..]),
         };
         state.event(RequestHeader { header, reason });
     }
@@ -94,7 +95,7 @@ pub(super) fn prepare_request(
         system,
         messages: state.history.messages(),
         compact: false,
-        tools: core.roster.specs().clone(),
+        tools: state.tool_specs(&core.roster),
     }
 }
 

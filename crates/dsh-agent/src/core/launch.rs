@@ -87,6 +87,7 @@ pub(crate) fn create(config: AgentConfig, start: Start, features: Features) -> A
         tool_host: Arc::new(AgentToolHost(weak.clone())),
         approvals: config.approvals,
         prices: config.prices,
+        mcp: config.mcp,
         hooks: features.hooks,
         cancel,
         wake: Notify::new(),

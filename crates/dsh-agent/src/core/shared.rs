@@ -49,6 +49,8 @@ pub(crate) struct Core {
     pub approvals: Arc<dsh_tools::Approvals>,
     /// Prices per model for usage figures and budgets.
     pub prices: Arc<dsh_protocol::methods::PriceTable>,
+    /// The MCP servers whose tools the session offers.
+    pub mcp: Option<dsh_mcp::SessionServers>,
     /// The features, called at the core's fixed points.
     pub hooks: Hooks,
     /// Cancelled when the agent is disposed; running tools stop.

@@ -48,6 +48,9 @@ pub struct AgentConfig {
     pub approvals: Arc<dsh_tools::Approvals>,
     /// Prices per model for usage figures and budgets.
     pub prices: Arc<dsh_protocol::methods::PriceTable>,
+    /// The MCP servers whose tools the session offers (its subagents
+    /// inherit them).
+    pub mcp: Option<dsh_mcp::SessionServers>,
 }
 
 /// How the session comes to be.

@@ -12,6 +12,7 @@ use super::hooks::Hooks;
 use crate::history::History;
 use crate::{offload, prose};
 use dsh_llm::{LlmFailure, LlmFailureCode, StreamRecorder};
+use dsh_protocol::catalog::ToolSpec;
 use dsh_protocol::catalog::{
     AbortReason, AssistantAttempt, EventDraft, EventPayload, HeaderReason, InboxSpliced,
     InboxTarget, StepEnd, StepStart, ToolResult, TurnEnd, TurnEndReason,
@@ -21,6 +22,7 @@ use dsh_tools::{CancellationToken, ToolOutput};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// `source.kind` of the runtime-context snapshot.
@@ -105,6 +107,9 @@ pub(crate) struct AgentState {
     pub(super) runtime_context: Option<String>,
     /// `request/header` reason still to announce.
     pub(super) header_reason: Option<HeaderReason>,
+    /// The MCP tools of the current step, and the full tool list sent
+    /// with it (the roster's, then the MCP tools'); `None` without MCP.
+    pub(super) mcp: Option<(Arc<dsh_mcp::McpRoster>, Arc<Vec<ToolSpec>>)>,
     /// Whether `request/context` was announced.
     pub(super) context_announced: bool,
     /// Whether the session has a title.
@@ -175,6 +180,7 @@ impl AgentState {
             system_prompt: None,
             runtime_context: None,
             header_reason: Some(HeaderReason::Initial),
+            mcp: None,
             context_announced: false,
             titled: false,
             activity,

@@ -9,8 +9,10 @@
 use super::deltas::OutputDeltas;
 use super::hooks::HookFuture;
 use super::shared::Core;
+use super::state::AgentState;
 use crate::estimate;
-use dsh_protocol::catalog::{ToolEvent, ToolSpec};
+use dsh_mcp::McpRoster;
+use dsh_protocol::catalog::{HeaderReason, ToolEvent, ToolSpec};
 use dsh_session::{UserMessage, text_block};
 use dsh_tools::{
     CancellationToken, JobNotice, OutputTap, ToolContext, ToolHost, ToolOutput, ToolSet,
@@ -150,31 +152,86 @@ impl Roster {
         if let Some(tool) = self.handlers.get(call.name) {
             return tool.call(call).await;
         }
-        let core = call.core;
-        let ctx = ToolContext {
-            session_id: core.id.clone(),
-            call_id: call.call_id.to_owned(),
-            cwd: call.cwd,
-            workspace: core.workspace.clone(),
-            mode: core.profile.permission_mode,
-            host: Arc::clone(&core.tool_host),
-            state: Arc::clone(&core.session_tools),
-            cancel: call.cancel.child_token(),
-            approvals: Arc::clone(&core.approvals),
-            output_tap: core.state().log.delta_observer().map(|observer| {
-                Arc::new(OutputDeltas::new(
-                    observer,
-                    &core.id,
-                    call.turn,
-                    call.step,
-                    call.call_id,
-                )) as Arc<dyn OutputTap>
-            }),
+        let mcp = if call.name.starts_with("mcp__") {
+            call.core.state().mcp_roster()
+        } else {
+            None
         };
-        self.library
-            .run(call.name, call.arguments, ctx)
-            .await
-            .into()
+        if let Some(mcp) = mcp
+            && let Some(tool) = mcp.get(call.name)
+        {
+            let arguments = call.arguments;
+            return tool.call(arguments, context(call)).await.into();
+        }
+        let name = call.name;
+        let arguments = call.arguments;
+        let ctx = context(call);
+        self.library.run(name, arguments, ctx).await.into()
+    }
+}
+
+/// The context of a call of a tool outside the agent's features.
+fn context(call: ToolCall<'_>) -> ToolContext {
+    let core = call.core;
+    ToolContext {
+        session_id: core.id.clone(),
+        call_id: call.call_id.to_owned(),
+        cwd: call.cwd,
+        workspace: core.workspace.clone(),
+        mode: core.profile.permission_mode,
+        host: Arc::clone(&core.tool_host),
+        state: Arc::clone(&core.session_tools),
+        cancel: call.cancel.child_token(),
+        approvals: Arc::clone(&core.approvals),
+        output_tap: core.state().log.delta_observer().map(|observer| {
+            Arc::new(OutputDeltas::new(
+                observer,
+                &core.id,
+                call.turn,
+                call.step,
+                call.call_id,
+            )) as Arc<dyn OutputTap>
+        }),
+    }
+}
+
+impl AgentState {
+    /// Takes the MCP tools of the step about to open: when they changed,
+    /// the full list is rebuilt (the roster's tools, then the MCP tools)
+    /// and, after the first request, a `request/header` announces it.
+    pub(super) fn set_mcp(&mut self, roster: &Roster, mcp: Option<Arc<McpRoster>>) {
+        let Some(mcp) = mcp else {
+            return;
+        };
+        if let Some((current, _)) = &self.mcp
+            && Arc::ptr_eq(current, &mcp)
+        {
+            return;
+        }
+        let mut specs = Vec::with_capacity(roster.specs().len() + mcp.specs().len());
+        specs.extend(roster.specs().iter().cloned());
+        specs.extend(mcp.specs().iter().cloned());
+        let changed = self
+            .mcp
+            .as_ref()
+            .map_or(!mcp.specs().is_empty(), |(_, before)| **before != specs);
+        if changed {
+            self.header_reason.get_or_insert(HeaderReason::Tools);
+        }
+        self.mcp = Some((mcp, Arc::new(specs)));
+    }
+
+    /// Every tool the model is told of at this step.
+    pub(super) fn tool_specs(&self, roster: &Roster) -> Arc<Vec<ToolSpec>> {
+        match &self.mcp {
+            Some((_, specs)) => Arc::clone(specs),
+            None => Arc::clone(roster.specs()),
+        }
+    }
+
+    /// The MCP roster of this step.
+    pub(super) fn mcp_roster(&self) -> Option<Arc<McpRoster>> {
+        self.mcp.as_ref().map(|(roster, _)| Arc::clone(roster))
     }
 }
 

@@ -25,8 +25,14 @@ pub(super) async fn run(core: &Core, turn: u32, claimed: Vec<UserMessage>) -> Tu
                 return reason;
             }
         }
+        // MCP servers start on the first step that needs their tools.
+        let mcp = match &core.mcp {
+            Some(servers) => Some(servers.roster().await),
+            None => None,
+        };
         let request = {
             let mut state = core.state();
+            state.set_mcp(&core.roster, mcp);
             state.start_step(turn, step);
             // Pre-step barrier.
             state.log.flush();

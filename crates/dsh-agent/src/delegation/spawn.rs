@@ -193,6 +193,7 @@ pub(crate) async fn create_child(core: &Core, plan: ChildPlan) -> Result<String,
         // child session's own.
         approvals: Arc::new(core.approvals.fresh()),
         prices: Arc::clone(&core.prices),
+        mcp: core.mcp.clone(),
     };
     let child = core.spawner.spawn(ChildSpec {
         config,

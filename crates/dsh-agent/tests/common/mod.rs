@@ -358,6 +358,7 @@ impl Rig {
             lineage: dsh_agent::Lineage::default(),
             approvals: Default::default(),
             prices: Default::default(),
+            mcp: None,
         };
         (Agent::create(config, start), seen)
     }

@@ -34,6 +34,12 @@ pub enum ExtensionError {
     /// `initialize`: `prices` does not fit its shape.
     #[error("initialize prices: {0}")]
     Prices(String),
+    /// `initialize`: `projectMcp` is not a boolean.
+    #[error("initialize projectMcp must be a boolean")]
+    ProjectMcp,
+    /// `initialize`: an MCP server configuration is unusable.
+    #[error("initialize {0}")]
+    McpServers(String),
     /// `session/usage`: `sessionId` is not a non-empty string.
     #[error("session/usage requires a non-empty sessionId string")]
     UsageSessionId,

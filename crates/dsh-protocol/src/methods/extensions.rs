@@ -68,6 +68,9 @@ pub struct RuntimeCapabilities {
     pub session_list: bool,
     /// `session/fork`.
     pub session_fork: bool,
+    /// `mcpServers` and `projectMcp` in `initialize`, the `mcp.server`
+    /// notification.
+    pub mcp: bool,
 }
 
 impl RuntimeCapabilities {
@@ -82,6 +85,7 @@ impl RuntimeCapabilities {
         budgets: true,
         session_list: true,
         session_fork: true,
+        mcp: true,
     };
 }
 
@@ -111,6 +115,17 @@ pub struct InitializeExtensions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "super::usage::PriceTable")]
     pub prices: Option<super::usage::PriceTable>,
+    /// MCP servers for the sessions created afterwards: a list of
+    /// `{name, command, args?, env?, cwd?, timeoutMs?}` (stdio) or
+    /// `{name, url, headers?, timeoutMs?}` (streamable HTTP) objects,
+    /// checked by the runtime when it mounts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<JsonObject>")]
+    pub mcp_servers: Option<Value>,
+    /// Also read the workspace's `.mcp.json` (off by default: a cloned
+    /// repository is attacker-controlled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_mcp: Option<bool>,
 }
 
 impl InitializeExtensions {
@@ -304,12 +319,20 @@ impl InitializeExtensions {
             ),
         };
         let prices = super::usage::PriceTable::take(params)?;
+        let mcp_servers = params.remove("mcpServers").filter(|v| !v.is_null());
+        let project_mcp = match params.remove("projectMcp") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(flag)) => Some(flag),
+            Some(_) => return Err(ExtensionError::ProjectMcp),
+        };
         Ok(Self {
             protocol_version,
             client_capabilities,
             approval_timeout_ms,
             approval_rules,
             prices,
+            mcp_servers,
+            project_mcp,
         })
     }
 }

@@ -9,6 +9,7 @@
 mod deltas;
 mod extension_error;
 mod extensions;
+mod mcp;
 mod sessions;
 mod usage;
 mod validate;
@@ -20,6 +21,7 @@ pub use extensions::{
     EventsResult, ExtensionError, InitializeExtensions, PROTOCOL_VERSION, RuntimeCapabilities,
     SESSION_CANCEL, SESSION_EVENTS,
 };
+pub use mcp::{MCP_SERVER, McpServerParams, McpServerState};
 pub use sessions::{
     ForkOrigin, ForkParams, ForkResult, LIST_PAGE_DEFAULT, LIST_PAGE_MAX, ListCursor, ListParams,
     ListResult, SESSION_FORK, SESSION_LIST, SessionActivity, SessionInfo, SessionsParamError,

@@ -6,7 +6,7 @@ use crate::state::{ApprovalSettings, Initialized};
 use dsh_llm::Route;
 use dsh_protocol::JsonObject;
 use dsh_protocol::methods::{
-    InitializeExtensions, InitializeParams, InitializeResult, PROTOCOL_VERSION,
+    ExtensionError, InitializeExtensions, InitializeParams, InitializeResult, PROTOCOL_VERSION,
     RuntimeCapabilities, SERVER_NAME, ServerInfo,
 };
 use dsh_tools::DEFAULT_APPROVAL_TIMEOUT;
@@ -41,6 +41,15 @@ pub fn handle(server: &Server, mut params: JsonObject) -> Result<InitializeResul
         reasoning_effort,
         max_tokens,
     };
+    let mcp_servers = match &extensions.mcp_servers {
+        None => server.inner().config.mcp.servers.clone(),
+        Some(list) => {
+            let lookup = |name: &str| std::env::var(name).ok();
+            let client = dsh_mcp::config::from_list(list, &lookup)
+                .map_err(|err| ExtensionError::McpServers(err.to_string()))?;
+            dsh_mcp::config::merge([client, server.inner().config.mcp.servers.clone()])
+        }
+    };
     let provider = server.inner().config.registry.mount(&route)?;
     let asks_client = extensions
         .client_capabilities
@@ -69,6 +78,8 @@ pub fn handle(server: &Server, mut params: JsonObject) -> Result<InitializeResul
         cwd,
         approvals,
         prices: Arc::new(extensions.prices.clone().unwrap_or_default()),
+        mcp_servers: Arc::new(mcp_servers),
+        project_mcp: extensions.project_mcp == Some(true),
     });
     let extended = extensions.any();
     Ok(InitializeResult {

@@ -173,6 +173,20 @@ fn summary(image: &Normalised) -> String {
 }
 
 /// The `attachment` object of the image block, in the official field order.
+/// An image block for `bytes` (PNG, JPEG, GIF or WebP) named `name`,
+/// normalised and stored as `read_image` stores a file's image (for images
+/// other tool sources return, e.g. MCP servers); why not, otherwise.
+pub fn image_block(store: &AttachmentStore, bytes: Vec<u8>, name: &str) -> Result<Value, String> {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("the image is over {MAX_FILE_BYTES} bytes"));
+    }
+    let image = normalise(bytes).map_err(|err| err.to_string())?;
+    let id = store
+        .keep(&image.bytes)
+        .map_err(|err| format!("cannot store the image: {err}"))?;
+    Ok(json!({"type": "image", "attachment": attachment(id, &image, Path::new(name))}))
+}
+
 fn attachment(id: String, image: &Normalised, path: &Path) -> Value {
     let mut attachment = json!({
         "attachmentId": id,
