@@ -169,6 +169,8 @@ pub(crate) struct ConnectOptions<'a> {
     pub handshake_timeout: Duration,
     /// Where the process group of a stdio server is recorded.
     pub processes: &'a Arc<Processes>,
+    /// Variables a stdio server does not inherit.
+    pub hidden_env: &'a dsh_tools::HiddenEnv,
 }
 
 /// Starts the server and completes the handshake.
@@ -189,7 +191,7 @@ pub(crate) async fn connect(
             cwd,
         } => {
             let cwd = cwd.as_deref().unwrap_or(options.workspace);
-            let mut child = spawn(&config.name, command, args, env, cwd, options.processes)?;
+            let mut child = spawn(&config.name, command, args, env, cwd, options)?;
             let (Some(stdin), Some(stdout)) = (child.child.stdin.take(), child.child.stdout.take())
             else {
                 return Err(ConnectError::Handshake(
@@ -259,12 +261,13 @@ fn spawn(
     args: &[String],
     env: &std::collections::BTreeMap<String, String>,
     cwd: &Path,
-    processes: &Arc<Processes>,
+    options: &ConnectOptions<'_>,
 ) -> Result<ProcessGroup, ConnectError> {
+    let processes = options.processes;
     if processes.closed.load(Ordering::Acquire) {
         return Err(ConnectError::Http("the runtime is shutting down".into()));
     }
-    let hidden = dsh_tools::HiddenEnv::default();
+    let hidden = options.hidden_env;
     let mut cmd = Command::new(command);
     cmd.args(args)
         .env_clear()

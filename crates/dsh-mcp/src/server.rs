@@ -36,6 +36,9 @@ pub struct ServerOptions {
     pub message_max_bytes: usize,
     /// How long starting (process, handshake, tool list) may take.
     pub start_timeout: Duration,
+    /// Variables a stdio server never inherits (the list `bash` hides:
+    /// the provider credentials and `DSH_SANDBOX_ENV_DENY`'s).
+    pub hidden_env: dsh_tools::HiddenEnv,
 }
 
 /// Why a call did not get a result from the server.
@@ -295,6 +298,7 @@ impl McpServer {
             message_max_bytes: self.options.message_max_bytes,
             handshake_timeout: self.options.start_timeout,
             processes: &self.processes,
+            hidden_env: &self.options.hidden_env,
         };
         let Connection {
             service,

@@ -372,7 +372,7 @@ impl Launch {
         let sandbox = SandboxConfig::from_current_exe()
             .protect(home.clone())
             .with_network(self.sandbox.network)
-            .with_hidden_env(self.sandbox.hidden_env)
+            .with_hidden_env(self.sandbox.hidden_env.clone())
             .with_abi_max(self.sandbox.abi_max);
         let registry = ProviderRegistry::new(self.providers);
         let registry_attachments = registry.attachments().clone();
@@ -409,6 +409,7 @@ impl Launch {
                 options: dsh_mcp::ServerOptions {
                     message_max_bytes: self.mcp_message_max_bytes,
                     start_timeout: dsh_mcp::DEFAULT_START_TIMEOUT,
+                    hidden_env: self.sandbox.hidden_env,
                 },
                 store: dsh_mcp::ResultStore {
                     attachments: registry_attachments,

@@ -8,7 +8,7 @@ use dsh_protocol::methods::{
     SESSION_RESUME, SESSION_USAGE, SESSION_USAGE_NOTIFICATION, SESSION_WAIT, SHUTDOWN,
     WORKING_DIRECTORY_GET, WORKING_DIRECTORY_SET,
 };
-use dsh_protocol::methods::{SESSION_FORK, SESSION_LIST};
+use dsh_protocol::methods::{MCP_SERVER, SESSION_FORK, SESSION_LIST};
 use dsh_protocol::notifications::{
     SESSION_EVENT, SESSION_STATUS, SUBAGENT_FINISHED, SUBAGENT_STARTED,
 };
@@ -134,7 +134,8 @@ fn every_method_request_notification_and_event_is_described() {
             SUBAGENT_STARTED,
             SUBAGENT_FINISHED,
             SESSION_USAGE_NOTIFICATION,
-            SESSION_DELTA
+            SESSION_DELTA,
+            MCP_SERVER
         ]
     );
     let events = schema["events"]

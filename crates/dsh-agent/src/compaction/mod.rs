@@ -93,7 +93,8 @@ async fn before_step(
         let end = {
             let state = core.state();
             let entries = state.history().entries();
-            if plan::pressure(entries, pending, core.fixed_tokens) <= budget(core).threshold {
+            if plan::pressure(entries, pending, state.fixed_tokens(core)) <= budget(core).threshold
+            {
                 return None;
             }
             plan::span(entries, pending, budget(core).retain)?
@@ -137,7 +138,7 @@ async fn pass(core: &Core, turn: u32, end: usize, cancel: &CancellationToken) ->
         let mut state = core.state();
         let entries = state.history().entries();
         let limit = budget(core)
-            .summary_input(core.fixed_tokens)
+            .summary_input(state.fixed_tokens(core))
             .saturating_sub(estimate::text(prose::INSTRUCTION.len()));
         // The span as the call carries it, cut once and measured so.
         let mut messages: Vec<KeptMessage> =

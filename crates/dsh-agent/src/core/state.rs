@@ -110,6 +110,9 @@ pub(crate) struct AgentState {
     /// The MCP tools of the current step, and the full tool list sent
     /// with it (the roster's, then the MCP tools'); `None` without MCP.
     pub(super) mcp: Option<(Arc<dsh_mcp::McpRoster>, Arc<Vec<ToolSpec>>)>,
+    /// Estimated tokens of the MCP tools' specs (sent with every request
+    /// beside the roster's, which `Core::fixed_tokens` counts).
+    pub(super) mcp_tokens: u64,
     /// Whether `request/context` was announced.
     pub(super) context_announced: bool,
     /// Whether the session has a title.
@@ -181,6 +184,7 @@ impl AgentState {
             runtime_context: None,
             header_reason: Some(HeaderReason::Initial),
             mcp: None,
+            mcp_tokens: 0,
             context_announced: false,
             titled: false,
             activity,

@@ -218,7 +218,16 @@ impl AgentState {
         if changed {
             self.header_reason.get_or_insert(HeaderReason::Tools);
         }
+        self.mcp_tokens =
+            serde_json::to_string(mcp.specs()).map_or(0, |json| estimate::text(json.len()));
         self.mcp = Some((mcp, Arc::new(specs)));
+    }
+
+    /// Estimated tokens sent with every request besides the history: the
+    /// system prompt, the roster's tools and the MCP tools of the last
+    /// step.
+    pub(crate) fn fixed_tokens(&self, core: &Core) -> u64 {
+        core.fixed_tokens + self.mcp_tokens
     }
 
     /// Every tool the model is told of at this step.
