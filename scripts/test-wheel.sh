@@ -16,7 +16,11 @@ python3 -m venv "$venv"
 pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
 "${pip[@]}" "$wheel"
 "${pip[@]}" --no-deps 'deepseek-harness-sdk==0.2.1rc2'
-"${pip[@]}" 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22'
+"${pip[@]}" 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22' 'mcp==2.3.0'   # mcp: tests/interop/test_mcp*.py
+# The npm MCP server tests/interop/test_mcp.py runs (server-everything).
+if command -v npm >/dev/null 2>&1; then
+  (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
+fi
 # The official runtime, the oracle of tests/interop/test_differential.py, is
 # kept out of the venv: it installs a `dsh` launcher of its own into bin/.
 oracle="target/wheel-test-oracle"

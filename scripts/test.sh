@@ -63,7 +63,10 @@ fi
 # is the oracle of the differential tests.
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
   'deepseek-harness-sdk==0.2.1rc2' 'deepseek-harness-runtime-bin==0.2.1rc2'
-"$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22'
+# mcp: the official MCP Python SDK, whose servers (tests/mcp) dsh's MCP client
+# is tested against (tests/interop/test_mcp*.py).
+"$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22' \
+  'mcp==2.3.0'
 if [ -n "${oracle_moved:-}" ] && [ -z "${DSH_OFFICIAL_BIN:-}" ]; then
   DSH_OFFICIAL_BIN="$("$venv/bin/python" -c 'import deepseek_harness_runtime as r, pathlib
 print(pathlib.Path(r.__file__).parent / "runtime" / "deepseek-harness-sdk-runtime-linux-x64")')"
@@ -77,12 +80,9 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-ge
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } ||
     echo "apt-get could not install bubblewrap" >&2
 fi
-DSH_BIN="$PWD/target/debug/dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider
-
-# --- TypeScript interop: the official @deepseek-ai/dsh-sdk-client drives target/debug/dsh.
-# Node and npm come from Debian packages when missing (as root); otherwise the
-# tests are skipped with the reason, and under CI (CI set) that is a failure.
-echo "== typescript interop (official @deepseek-ai/dsh-sdk-client drives target/debug/dsh)"
+# Node and npm come from Debian packages when missing (as root): the python
+# interop runs the npm MCP server @modelcontextprotocol/server-everything
+# (tests/mcp/package.json), and the TypeScript interop below needs them too.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "node or npm missing: installing the Debian packages nodejs and npm"
@@ -90,6 +90,17 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
       echo "apt-get could not install nodejs and npm" >&2
   fi
 fi
+if command -v npm >/dev/null 2>&1; then
+  (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)
+else
+  echo "!! npm missing: tests/mcp (server-everything) is not installed; its interop tests will fail" >&2
+fi
+DSH_BIN="$PWD/target/debug/dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model" "$venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider
+
+# --- TypeScript interop: the official @deepseek-ai/dsh-sdk-client drives target/debug/dsh.
+# Node and npm were installed above when missing (as root); otherwise the
+# tests are skipped with the reason, and under CI (CI set) that is a failure.
+echo "== typescript interop (official @deepseek-ai/dsh-sdk-client drives target/debug/dsh)"
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   dsh_bin="$PWD/target/debug/dsh"
   (cd tests/ts && npm ci --legacy-peer-deps --no-audit --no-fund --loglevel=error && DSH_BIN="$dsh_bin" node --test)

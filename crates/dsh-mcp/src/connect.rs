@@ -210,7 +210,11 @@ pub(crate) async fn connect(
             }
         }
         Transport::Http { url, headers } => {
+            // Installing the process-wide crypto provider fails harmlessly
+            // when one is already installed.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let client = reqwest::Client::builder()
+                .connect_timeout(options.handshake_timeout)
                 .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
                 .build()
                 .map_err(|e| ConnectError::Http(e.to_string()))?;

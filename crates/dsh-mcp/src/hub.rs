@@ -179,7 +179,13 @@ impl SessionServers {
                 );
             }
         }
-        let roster = Arc::new(McpRoster { key, specs, tools });
+        let roster = Arc::new(McpRoster {
+            key,
+            specs,
+            tools,
+            servers: self.servers.clone(),
+            store: self.store.clone(),
+        });
         *cached = Some(Arc::clone(&roster));
         roster
     }
@@ -190,6 +196,8 @@ pub struct McpRoster {
     key: Vec<u64>,
     specs: Vec<ToolSpec>,
     tools: HashMap<String, McpTool>,
+    servers: Vec<Arc<McpServer>>,
+    store: ResultStore,
 }
 
 impl McpRoster {
@@ -201,6 +209,47 @@ impl McpRoster {
     /// The tool of this full name.
     pub fn get(&self, name: &str) -> Option<&McpTool> {
         self.tools.get(name)
+    }
+
+    /// Whether `name` is `mcp__<server>__<tool>` of one of the session's
+    /// servers (listed at this step or not).
+    pub fn names_a_server(&self, name: &str) -> bool {
+        self.server_of(name).is_some()
+    }
+
+    fn server_of<'a>(&'a self, name: &'a str) -> Option<(&'a Arc<McpServer>, &'a str)> {
+        let rest = name.strip_prefix("mcp__")?;
+        self.servers.iter().find_map(|server| {
+            let tool = rest.strip_prefix(server.name())?.strip_prefix("__")?;
+            (!tool.is_empty()).then_some((server, tool))
+        })
+    }
+
+    /// Runs a call of `name`: a tool listed at this step, or one of a
+    /// session's server that was not listed (its server could not start at
+    /// the step, or its list changed): the server is started if it may be,
+    /// and the call fails with the reason when it still cannot be made.
+    pub async fn call(&self, name: &str, arguments: &str, ctx: ToolContext) -> ToolOutput {
+        if let Some(tool) = self.tools.get(name) {
+            return tool.call(arguments, ctx).await;
+        }
+        let Some((server, remote)) = self.server_of(name) else {
+            return dsh_tools::unknown_tool(name);
+        };
+        match server.find(remote, &ctx.cancel).await {
+            Ok(tool) => {
+                let tool = McpTool {
+                    server: Arc::clone(server),
+                    tool,
+                    store: self.store.clone(),
+                };
+                tool.call(arguments, ctx).await
+            }
+            Err(why) => ToolOutput::failure(format!(
+                "Error: MCP server \"{}\" {why} (tool \"{remote}\")",
+                server.name()
+            )),
+        }
     }
 }
 

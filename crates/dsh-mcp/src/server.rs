@@ -56,6 +56,9 @@ pub enum CallError {
     /// The server answered with a JSON-RPC error.
     #[error("answered with an error: {0}")]
     Rpc(String),
+    /// The request could not be carried (an HTTP server unreachable).
+    #[error("could not be reached: {0}")]
+    Transport(String),
     /// The turn was cancelled.
     #[error("the call was cancelled")]
     Cancelled,
@@ -406,14 +409,14 @@ impl McpServer {
             Ok(result) => Ok(result),
             Err(ServiceError::McpError(error)) => Err(CallError::Rpc(error.message.to_string())),
             Err(ServiceError::Timeout { .. }) => Err(CallError::Timeout(timeout)),
-            Err(ServiceError::Cancelled { .. }) if live.closed() || cancel.is_cancelled() => {
+            Err(ServiceError::TransportClosed | ServiceError::Cancelled { .. }) => {
                 Err(self.closed(&live).await)
             }
             Err(other) if live.closed() => {
                 tracing::debug!("mcp server {}: {other}", self.config.name);
                 Err(self.closed(&live).await)
             }
-            Err(other) => Err(CallError::Rpc(other.to_string())),
+            Err(other) => Err(CallError::Transport(other.to_string())),
         }
     }
 
@@ -429,6 +432,26 @@ impl McpServer {
             *link = self.died(live, *failures, Some("the connection closed during a call"));
         }
         CallError::Closed(reason)
+    }
+
+    /// Whether the server, started now if need be, offers `tool`: for a
+    /// call of a tool the step did not list (its server could not start,
+    /// or its list changed since): `Err` says why it cannot be called.
+    pub async fn find(
+        &self,
+        tool: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<RemoteTool>, String> {
+        let deadline = Instant::now() + self.config.timeout;
+        tokio::select! {
+            live = self.live(true, Some(deadline)) => { live?; }
+            () = cancel.cancelled() => return Err("the call was cancelled".into()),
+        }
+        self.current_tools()
+            .iter()
+            .find(|t| t.remote == tool)
+            .cloned()
+            .ok_or_else(|| format!("has no tool \"{tool}\""))
     }
 
     /// Stops the server for good (shutdown).

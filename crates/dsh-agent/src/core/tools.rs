@@ -158,10 +158,10 @@ impl Roster {
             None
         };
         if let Some(mcp) = mcp
-            && let Some(tool) = mcp.get(call.name)
+            && mcp.names_a_server(call.name)
         {
-            let arguments = call.arguments;
-            return tool.call(arguments, context(call)).await.into();
+            let (name, arguments) = (call.name, call.arguments);
+            return mcp.call(name, arguments, context(call)).await.into();
         }
         let name = call.name;
         let arguments = call.arguments;
