@@ -617,6 +617,35 @@ def test_servers_from_a_patch_overlay_are_offered(runtime, servers, base_dir):
     assert text_of(results_of(raw.frames)["t1"]) == "42"
 
 
+def test_headless_takes_servers_from_an_mcp_file(dsh_bin, fake_model, servers, dsh_home, home, workspace):
+    """`dsh headless --mcp <file>`: the file's servers serve the task's tool
+    calls, and none is left running when the command exits."""
+    config = {"command": PYTHON, "args": [str(STDIO_SERVER), servers.marker],
+              "env": {"MCP_PID_FILE": str(servers.pid_file), "MCP_CALL_LOG": str(servers.call_log)}}
+    mcp_file = workspace / "servers.json"
+    mcp_file.write_text(json.dumps({"mcpServers": {"cli": config}}))
+    model = fake_model([call("mcp__cli__add", {"a": 40, "b": 2}, "t1"), {"text": "the sum is 42"}])
+    env = clean_env(dsh_home, home, DEEPSEEK_BASE_URL=model.base_url, DEEPSEEK_API_KEY=KEY)
+    done = subprocess.run([str(dsh_bin), "headless", "--provider", "deepseek-official", "--model", MODEL,
+                           "--mcp", "servers.json", "add", "them"], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=EXIT_TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "the sum is 42"
+    assert servers.called() == ["add"]
+    second = provider_requests(model)[1]
+    assert block_text(tool_result_block(second, "t1")) == "42"
+    assert wait_gone(servers.pids()) == []
+
+
+def test_headless_refuses_an_unusable_mcp_file(dsh_bin, dsh_home, home, workspace):
+    bad = workspace / "bad.json"
+    bad.write_text(json.dumps({"mcpServers": {"x": {"url": "ftp://example.invalid/"}}}))
+    done = subprocess.run([str(dsh_bin), "headless", "--mcp", "bad.json", "hi"], cwd=workspace,
+                          env=clean_env(dsh_home, home), capture_output=True, text=True, timeout=EXIT_TIMEOUT)
+    assert done.returncode == 1
+    assert "mcpServers.x.url" in done.stderr, done.stderr
+
+
 # ---------------------------------------------------------------------------
 # Sharing and shutdown
 # ---------------------------------------------------------------------------
