@@ -76,7 +76,8 @@ impl SseDecoder {
             });
             return None;
         }
-        let event = self.line(&line);
+        // Its `\r` is gone already: a second one is the line's own.
+        let event = self.field(&String::from_utf8_lossy(&line));
         if line.capacity() <= KEEP_CAPACITY {
             line.clear();
             self.partial = line;
