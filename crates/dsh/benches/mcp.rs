@@ -1,0 +1,327 @@
+//! What MCP servers cost the runtime (issue 29's bounds).
+//!
+//! * `mcp/initialize/{none,three_stdio_servers}`: the wall time from writing
+//!   `initialize` to reading its response, a fresh runtime process each
+//!   iteration (written as soon as it is spawned, so the process's own
+//!   start-up counts, as a client sees it), without `mcpServers` and with
+//!   three stdio servers (`tests/mcp/stdio_server.py` under three names).
+//!   The bound: with servers is as fast as without, since servers start
+//!   lazily; after the measurement the bench asserts that no server process
+//!   was started (each writes its PID to `MCP_PID_FILE` on start).
+//! * `mcp/turn_cpu/{builtin,mcp}`: the runtime's CPU time (its own process,
+//!   all threads, from `/proc/<pid>/task/*/schedstat`; the server's Python
+//!   process is not counted) for one turn of a new session in which the model
+//!   (a fake DeepSeek server over HTTP, in the bench's process) calls one tool
+//!   and then answers text: `job_list {}` on a runtime without MCP servers,
+//!   and `mcp__s__echo {"text": "hi"}` on one with the server `s` already
+//!   started by a warm-up turn. Each new session reuses that server and its
+//!   roster (read once by `tools/list` at the start; no `tools/list` per
+//!   session), so what a turn adds is the roster in both model requests and
+//!   the call over stdio. The bound: the mean MCP turn costs under 2 ms more than the
+//!   built-in one; the difference (the means over every timed turn,
+//!   criterion's warm-up included) is printed at the end.
+//!
+//! Needs a Python with the `mcp` package: `DSH_BENCH_PYTHON`, else
+//! `<workspace>/target/venv/bin/python`. Without one the bench says how to
+//! make it and measures nothing.
+//!
+//! `cargo bench -p dsh --bench mcp`.
+
+use criterion::{Criterion, SamplingMode};
+use dsh_fake_model::FakeServer;
+use dsh_llm::scripted::Scenario;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+/// Turns the fake model is scripted for, per variant of `mcp/turn_cpu`.
+const TURNS: usize = 20_000;
+
+/// The per-turn CPU overhead bound of an MCP tool call, in ms.
+const OVERHEAD_BOUND_MS: f64 = 2.0;
+
+/// A `dsh --profile sdk` process and its stdout lines.
+struct Runtime {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Runtime {
+    fn start(dir: &Path, env: &[(&str, String)]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
+            .args(["--profile", "sdk"])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir)
+            .env("DSH_HOME", dir.join("home"))
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        let stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, frame: &Value) {
+        writeln!(self.stdin, "{frame}").unwrap_or_else(|e| panic!("write: {e}"));
+        self.stdin.flush().unwrap_or_else(|e| panic!("flush: {e}"));
+    }
+
+    /// Reads lines up to the first one `wanted` accepts; returns that one.
+    fn until(&self, mut wanted: impl FnMut(&str) -> bool) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no frame: {e}"));
+            if wanted(&line) {
+                return line;
+            }
+        }
+    }
+
+    fn initialize(&mut self, params: &Value) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params}),
+        );
+        let answer = self.until(|line| line.contains(r#""id":"init""#));
+        assert!(
+            answer.contains(r#""result""#),
+            "initialize failed: {answer}"
+        );
+    }
+
+    /// One turn of the new session `session` (prompt → `idle`); returns its
+    /// `tool/result` event line.
+    fn turn(&mut self, session: &str) -> String {
+        self.send(&json!({"jsonrpc": "2.0", "id": format!("p-{session}"),
+            "method": "session/prompt", "params": {"sessionId": session,
+            "contentBlocks": [{"type": "text", "text": "go"}]}}));
+        let idle = format!(r#""sessionId":"{session}","status":"idle""#);
+        let mut result = None;
+        self.until(|line| {
+            if line.contains(r#""type":"tool/result""#) {
+                result = Some(line.to_owned());
+            }
+            line.contains(&idle)
+        });
+        let result = result.unwrap_or_else(|| panic!("session {session}: no tool/result"));
+        assert!(
+            !result.contains(r#""isError":true"#),
+            "session {session}: the tool failed: {result}"
+        );
+        result
+    }
+
+    /// CPU time of every thread of the runtime so far.
+    fn cpu(&self) -> Duration {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let nanos: u64 = std::fs::read_dir(tasks)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+                    .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0);
+        Duration::from_nanos(nanos)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The workspace's root directory.
+fn workspace() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .unwrap_or(manifest)
+        .to_path_buf()
+}
+
+/// The Python that runs the MCP server, if it can import `mcp`.
+fn python() -> Option<PathBuf> {
+    let python = std::env::var_os("DSH_BENCH_PYTHON")
+        .map_or_else(|| workspace().join("target/venv/bin/python"), PathBuf::from);
+    let works = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if works {
+        return Some(python);
+    }
+    eprintln!(
+        "mcp bench: {} cannot `import mcp`; nothing measured.\n\
+         Set DSH_BENCH_PYTHON to a Python that has the `mcp` package, or make the default one:\n  \
+         python3 -m venv target/venv && target/venv/bin/pip install mcp==2.3.0",
+        python.display()
+    );
+    None
+}
+
+/// An `mcpServers` entry running `tests/mcp/stdio_server.py`.
+fn stdio_server(name: &str, python: &Path, env: &Value) -> Value {
+    let script = workspace().join("tests/mcp/stdio_server.py");
+    json!({"name": name, "command": python, "args": [script], "env": env})
+}
+
+fn initialize(c: &mut Criterion, python: &Path) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let scenario = dir.path().join("scenario.json");
+    std::fs::write(
+        &scenario,
+        json!({"replies": [{"text": "done"}]}).to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let pids = dir.path().join("pids.txt");
+    let env = json!({"MCP_PID_FILE": pids});
+    let plain = json!({"cwd": dir.path(), "provider": "scripted", "model": scenario});
+    let mut with_servers = plain.clone();
+    with_servers["mcpServers"] = ["a", "b", "c"]
+        .iter()
+        .map(|name| stdio_server(name, python, &env))
+        .collect();
+    let mut group = c.benchmark_group("mcp/initialize");
+    group.sample_size(20);
+    for (name, params) in [("none", &plain), ("three_stdio_servers", &with_servers)] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let mut runtime = Runtime::start(dir.path(), &[]);
+                    let start = Instant::now();
+                    runtime.initialize(params);
+                    total += start.elapsed();
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+    assert!(
+        !pids.exists(),
+        "initialize started an MCP server: {}",
+        std::fs::read_to_string(&pids).unwrap_or_default()
+    );
+}
+
+fn turn_cpu(c: &mut Criterion, python: &Path) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tokio = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    let mut group = c.benchmark_group("mcp/turn_cpu");
+    // About 90 ms of wall time a turn (criterion sizes the samples by wall
+    // time): flat samples, some 170 turns per variant.
+    group.sample_size(20);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(2));
+    group.measurement_time(Duration::from_secs(15));
+    let mut means = Vec::new();
+    let variants = [
+        ("builtin", "job_list", json!({})),
+        ("mcp", "mcp__s__echo", json!({"text": "hi"})),
+    ];
+    for (name, tool, arguments) in variants {
+        let turn = [
+            json!({"blocks": [{"tool_call": {"id": "t1", "name": tool, "arguments": arguments}}]}),
+            json!({"text": "done"}),
+        ];
+        let replies: Vec<_> = turn.iter().cycle().take(2 * TURNS).cloned().collect();
+        let scenario: Scenario =
+            serde_json::from_value(json!({ "replies": replies })).unwrap_or_else(|e| panic!("{e}"));
+        let server = tokio
+            .block_on(FakeServer::start(scenario, None))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let home = dir.path().join(name);
+        std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
+        let env = [
+            ("DEEPSEEK_BASE_URL", server.base_url()),
+            ("DEEPSEEK_API_KEY", "bench".to_owned()),
+        ];
+        let mut runtime = Runtime::start(&home, &env);
+        let mut params =
+            json!({"cwd": home, "provider": "deepseek-official", "model": "deepseek-v4-flash"});
+        if name == "mcp" {
+            params["mcpServers"] = json!([stdio_server("s", python, &json!({}))]);
+        }
+        runtime.initialize(&params);
+        let result = runtime.turn("warm-up");
+        assert!(
+            name != "mcp" || result.contains(r#""content":[{"type":"text","text":"hi"}]"#),
+            "the MCP call did not echo: {result}"
+        );
+        let mut session = 0usize;
+        let mut spent = Duration::ZERO;
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let before = runtime.cpu();
+                for _ in 0..iterations {
+                    session += 1;
+                    assert!(session < TURNS, "the fake model has no turn left");
+                    runtime.turn(&format!("s{session}"));
+                }
+                let cpu = runtime.cpu().saturating_sub(before);
+                spent += cpu;
+                cpu
+            });
+        });
+        // None when a filter skipped the variant.
+        let turns = u32::try_from(session).unwrap_or(u32::MAX);
+        means.push(spent.checked_div(turns));
+        drop(runtime);
+        drop(server);
+    }
+    group.finish();
+    if let [Some(builtin), Some(mcp)] = means[..] {
+        let overhead = (mcp.as_secs_f64() - builtin.as_secs_f64()) * 1000.0;
+        eprintln!(
+            "mcp: mean runtime CPU per turn: builtin {:.3} ms, mcp {:.3} ms; \
+             MCP overhead {overhead:.3} ms per turn (bound: under {OVERHEAD_BOUND_MS} ms: {})",
+            builtin.as_secs_f64() * 1000.0,
+            mcp.as_secs_f64() * 1000.0,
+            if overhead < OVERHEAD_BOUND_MS {
+                "met"
+            } else {
+                "EXCEEDED"
+            },
+        );
+    }
+}
+
+fn main() {
+    let Some(python) = python() else {
+        return;
+    };
+    let mut c = Criterion::default().configure_from_args();
+    initialize(&mut c, &python);
+    turn_cpu(&mut c, &python);
+    c.final_summary();
+}
