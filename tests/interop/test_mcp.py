@@ -443,6 +443,31 @@ def test_a_tools_list_changed_notification_updates_the_next_request(runtime, ser
     assert (text_of(results["t2"]), results["t2"]["isError"]) == ("late q", False)
 
 
+def test_the_official_runtime_resumes_a_session_whose_tools_changed(sdk, servers, fake_model, dsh_home, workspace,
+                                                                    home):
+    """A session that used MCP tools, whose roster changed mid-turn (its log
+    holds a second `request/header`, reason `series`), resumes in the official
+    runtime, which has no MCP, and carries its MCP calls in the history."""
+    from test_sessions import http_harness, official as official_fixture  # noqa: F401
+
+    harness, _ = sdk([call("mcp__s__grow", {}, "t1"), call("mcp__s__late", {"x": "q"}, "t2"), {"text": "done"}],
+                     [servers.stdio()])
+    result = run_bounded(Session(harness, SID), "go")
+    assert result.finish_reason == "completed"
+    headers = [e["data"]["reason"] for e in result.events if e["type"] == "request/header"]
+    assert headers == ["initial", "series"], headers
+    harness.close()
+    import deepseek_harness_runtime
+    official = (Path(deepseek_harness_runtime.__file__).parent / "runtime"
+                / "deepseek-harness-sdk-runtime-linux-x64")
+    server = fake_model([{"text": "resumed"}])
+    with http_harness(official, server, dsh_home, workspace, home) as h:
+        resumed = run_bounded(h.resume_session(SID), "and now?")
+    assert (resumed.final_response, resumed.finish_reason) == ("resumed", "completed")
+    said = json.dumps(server.requests()[0]["body"]["messages"])
+    assert "late q" in said
+
+
 def test_a_long_text_is_cut_and_saved_whole_to_a_named_file(runtime, servers):
     raw, model = runtime([call("mcp__s__flood", {"megabytes": 1}, "t1"), {"text": "done"}], [servers.stdio()])
     turn(raw)

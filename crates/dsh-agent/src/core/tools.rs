@@ -198,7 +198,8 @@ fn context(call: ToolCall<'_>) -> ToolContext {
 impl AgentState {
     /// Takes the MCP tools of the step about to open: when they changed,
     /// the full list is rebuilt (the roster's tools, then the MCP tools)
-    /// and, after the first request, a `request/header` announces it.
+    /// and, after the first request, a `request/header` (reason `series`)
+    /// announces it.
     pub(super) fn set_mcp(&mut self, roster: &Roster, mcp: Option<Arc<McpRoster>>) {
         let Some(mcp) = mcp else {
             return;
@@ -215,8 +216,10 @@ impl AgentState {
             .mcp
             .as_ref()
             .map_or(!mcp.specs().is_empty(), |(_, before)| **before != specs);
+        // A new tool list starts a new series of requests (as a rewritten
+        // history does): the official reader knows no other reason.
         if changed {
-            self.header_reason.get_or_insert(HeaderReason::Tools);
+            self.header_reason.get_or_insert(HeaderReason::Series);
         }
         self.mcp_tokens =
             serde_json::to_string(mcp.specs()).map_or(0, |json| estimate::text(json.len()));

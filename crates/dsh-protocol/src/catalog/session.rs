@@ -70,9 +70,6 @@ pub enum HeaderReason {
     /// The first request of a new series: the history before it was
     /// rewritten (a compaction), or a goal's continuation round begins.
     Series,
-    /// dsh: the tools offered changed (an MCP server started, restarted
-    /// or said its list changed).
-    Tools,
 }
 
 /// `request/context {provider, model, contextWindow, systemPromptUpdate?}`.
