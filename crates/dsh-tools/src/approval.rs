@@ -222,12 +222,7 @@ pub(crate) async fn check_escalation(
     }
     let id = uuid::Uuid::new_v4().to_string();
     let reason = format!("escalate sandbox to {requested}: {justification}");
-    ctx.host.emit(ToolEvent::ApprovalAsked(ApprovalAsked {
-        id: id.clone(),
-        tool_name: tool.to_owned(),
-        call_id: ctx.call_id.clone(),
-        reason: reason.clone(),
-    }));
+    emit_asked(ctx, &id, tool, &reason);
     let approvals = Arc::clone(&ctx.approvals);
     let matches = |rules: &[ApprovalRule]| {
         rules
@@ -241,14 +236,7 @@ pub(crate) async fn check_escalation(
     } else if approvals.granted(tool, requested) {
         Verdict::approved(ApprovalDecider::SessionGrant, ApprovalScope::Session)
     } else if let Some(approver) = &approvals.approver {
-        let question = ApprovalQuestion {
-            session_id: ctx.session_id.clone(),
-            approval_id: id.clone(),
-            tool_name: tool.to_owned(),
-            call_id: ctx.call_id.clone(),
-            arguments,
-            reason,
-        };
+        let question = question(ctx, &id, tool, arguments, reason);
         let answer = ask(approver.as_ref(), question, approvals.timeout, ctx).await;
         if matches!(
             answer,
@@ -263,6 +251,44 @@ pub(crate) async fn check_escalation(
     } else {
         Verdict::official_unavailable()
     };
+    emit_decided(ctx, id, &verdict);
+    let refused = refusal(&verdict, &format!("sandbox escalation to \"{requested}\""));
+    if refused.is_none() {
+        ctx.mode = requested;
+    }
+    refused
+}
+
+/// Records `approval/asked`.
+fn emit_asked(ctx: &ToolContext, id: &str, tool: &str, reason: &str) {
+    ctx.host.emit(ToolEvent::ApprovalAsked(ApprovalAsked {
+        id: id.to_owned(),
+        tool_name: tool.to_owned(),
+        call_id: ctx.call_id.clone(),
+        reason: reason.to_owned(),
+    }));
+}
+
+/// The question put to the client about a call of `tool`.
+fn question(
+    ctx: &ToolContext,
+    id: &str,
+    tool: &str,
+    arguments: Value,
+    reason: String,
+) -> ApprovalQuestion {
+    ApprovalQuestion {
+        session_id: ctx.session_id.clone(),
+        approval_id: id.to_owned(),
+        tool_name: tool.to_owned(),
+        call_id: ctx.call_id.clone(),
+        arguments,
+        reason,
+    }
+}
+
+/// Records `approval/decided`.
+fn emit_decided(ctx: &ToolContext, id: String, verdict: &Verdict) {
     ctx.host.emit(ToolEvent::ApprovalDecided(ApprovalDecided {
         id,
         outcome: verdict.outcome,
@@ -270,16 +296,18 @@ pub(crate) async fn check_escalation(
         scope: verdict.scope,
         message: verdict.message.clone(),
     }));
+}
+
+/// `None` when `verdict` approved, else the refused result for `what`
+/// (`sandbox escalation to "<mode>"`, `the call of <tool>`).
+fn refusal(verdict: &Verdict, what: &str) -> Option<ToolOutput> {
     match verdict.outcome {
-        ApprovalOutcome::Approved => {
-            ctx.mode = requested;
-            None
-        }
+        ApprovalOutcome::Approved => None,
         ApprovalOutcome::Unavailable => Some(ToolOutput::failure(format!(
-            "Error: sandbox escalation to \"{requested}\" requires approval, but no approval channel is available"
+            "Error: {what} requires approval, but no approval channel is available"
         ))),
         ApprovalOutcome::Rejected => Some(ToolOutput::failure(format!(
-            "Error: sandbox escalation to \"{requested}\" was rejected: {}",
+            "Error: {what} was rejected: {}",
             verdict.message.as_deref().unwrap_or("no reason given")
         ))),
         ApprovalOutcome::Cancelled => {
@@ -349,44 +377,14 @@ pub async fn check_call(
     }
     let id = uuid::Uuid::new_v4().to_string();
     let reason = format!("call {tool}");
-    ctx.host.emit(ToolEvent::ApprovalAsked(ApprovalAsked {
-        id: id.clone(),
-        tool_name: tool.to_owned(),
-        call_id: ctx.call_id.clone(),
-        reason: reason.clone(),
-    }));
-    let question = ApprovalQuestion {
-        session_id: ctx.session_id.clone(),
-        approval_id: id.clone(),
-        tool_name: tool.to_owned(),
-        call_id: ctx.call_id.clone(),
-        arguments: arguments.clone(),
-        reason,
-    };
+    emit_asked(ctx, &id, tool, &reason);
+    let question = question(ctx, &id, tool, arguments.clone(), reason);
     let verdict = ask(approver.as_ref(), question, approvals.timeout, ctx).await;
     if verdict.scope == Some(ApprovalScope::Session) {
         approvals.grant_call(tool);
     }
-    ctx.host.emit(ToolEvent::ApprovalDecided(ApprovalDecided {
-        id,
-        outcome: verdict.outcome,
-        decided_by: verdict.by,
-        scope: verdict.scope,
-        message: verdict.message.clone(),
-    }));
-    match verdict.outcome {
-        ApprovalOutcome::Approved => None,
-        ApprovalOutcome::Unavailable => Some(ToolOutput::failure(format!(
-            "Error: the call of {tool} requires approval, but no approval channel is available"
-        ))),
-        ApprovalOutcome::Rejected => Some(ToolOutput::failure(format!(
-            "Error: the call of {tool} was rejected: {}",
-            verdict.message.as_deref().unwrap_or("no reason given")
-        ))),
-        ApprovalOutcome::Cancelled => {
-            Some(ToolOutput::failure("Error: tool call aborted").with_error(ToolErrorCode::Aborted))
-        }
-    }
+    emit_decided(ctx, id, &verdict);
+    refusal(&verdict, &format!("the call of {tool}"))
 }
 
 /// Puts `question` to the client, bounded by `timeout` and the call's
