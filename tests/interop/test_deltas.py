@@ -169,8 +169,13 @@ def test_a_stalled_client_gets_fewer_larger_deltas_and_misses_nothing(make_raw, 
     whole = "".join(pieces)
     assert joined(fast.frames, "s-fast") == {(1, 1, 0, "text", 0, None): whole}
     assert joined(slow.frames, "s-slow") == {(1, 1, 0, "text", 0, None): whole}
-    fast_count, slow_count = len(deltas(fast.frames, "s-fast")), len(deltas(slow.frames, "s-slow"))
-    assert slow_count * 3 < fast_count, (slow_count, fast_count)
+    fast_sizes = [len(d["delta"]) for d in deltas(fast.frames, "s-fast")]
+    slow_sizes = [len(d["delta"]) for d in deltas(slow.frames, "s-slow")]
+    # Fewer deltas, and one larger than the whole pipe: only the writer's
+    # lane joining the stream's waiting deltas makes one that size (how
+    # many the reading client gets depends on the machine's load).
+    assert len(slow_sizes) < len(fast_sizes), (len(slow_sizes), len(fast_sizes))
+    assert max(slow_sizes) > 1 << 20, (max(slow_sizes), max(fast_sizes))
 
 
 def test_the_official_sdk_streams_deltas_and_usage_as_the_readme_shows(dsh_bin, dsh_home, workspace, fake_model, home):
