@@ -44,7 +44,7 @@ pub(crate) fn parse<T: DeserializeOwned>(spec: &ToolSpec, raw: &str) -> Result<T
 }
 
 /// The problems of `value` against `schema` (the subset of JSON schema
-/// [`parse`] checks: `type`, `enum`, `properties`, `required`,
+/// `parse` checks: `type`, `enum`, `properties`, `required`,
 /// `additionalProperties: false`, `items`; other keywords are left to the
 /// tool), each as the model is told it; empty when it fits.
 pub fn check_arguments(schema: &Value, value: &Value) -> Vec<String> {
