@@ -84,7 +84,8 @@ fn a_swapped_directory_never_leads_a_write_outside() {
     // Stops at `stop` (or after 60 s, should the model never get there).
     let swap = format!(
         "end=$((SECONDS+60)); while [ ! -e stop ] && [ $SECONDS -lt $end ]; do \
-         mv d d.real; ln -s '{}' d; sleep 0.005; rm d; mv d.real d; printf x >> swaps; sleep 0.005; done",
+         mv d d.real; ln -s '{}' d; sleep 0.005; rm d; mv d.real d; printf x >> swaps; sleep 0.005; done; \
+         touch stopped",
         out.path().display()
     );
     let mut calls = vec![
@@ -116,6 +117,14 @@ fn a_swapped_directory_never_leads_a_write_outside() {
                     .parse()
                     .unwrap_or_else(|e| panic!("{e}: {}", outcome.text))
             };
+            // The loop may be mid-round when `stop` appears: the files are
+            // listed once it has ended (it says so), not while it renames.
+            let stopped = ws.join("stopped");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !stopped.exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            assert!(stopped.exists(), "the swap loop did not end");
             (count(&results[1]), count(&results[WRITES + 2]))
         }
     };
