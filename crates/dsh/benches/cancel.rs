@@ -7,11 +7,12 @@
 //!
 //! `cargo bench -p dsh --bench cancel`.
 
+#[path = "support/runtime.rs"]
+mod runtime;
+
 use criterion::{Criterion, criterion_group, criterion_main};
-use std::io::{BufRead, BufReader, Write};
+use runtime::Runtime;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 /// Processes in the tree: 49 background sleepers and the shell.
@@ -20,76 +21,25 @@ const TREE: usize = 50;
 /// The marker in every sleeper's command line.
 const MARKER: &str = "4242.125";
 
-struct Runtime {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-}
-
-impl Runtime {
-    fn start(dir: &Path) -> Self {
-        let reply = serde_json::json!({"blocks": [{"tool_call": {"id": "t", "name": "bash", "arguments": {
-            "description": "tree",
-            "command": format!("for i in $(seq {}); do sleep {MARKER} & done; wait", TREE - 1),
-        }}}]});
-        let scenario = dir.join("scenario.json");
-        let replies: Vec<_> = (0..1000).map(|_| reply.clone()).collect();
-        std::fs::write(
-            &scenario,
-            serde_json::json!({"replies": replies}).to_string(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
-            .args(["--profile", "sdk"])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", dir)
-            .env("DSH_HOME", dir.join("home"))
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
-        let stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
-        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut runtime = Self {
-            child,
-            stdin,
-            lines,
-        };
-        runtime.send(
-            &serde_json::json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
-            "params": {"cwd": dir, "provider": "scripted", "model": scenario}}),
-        );
-        runtime.until(|line| line.contains(r#""id":"init""#));
-        runtime
-    }
-
-    fn send(&mut self, frame: &serde_json::Value) {
-        writeln!(self.stdin, "{frame}").unwrap_or_else(|e| panic!("write: {e}"));
-        self.stdin.flush().unwrap_or_else(|e| panic!("flush: {e}"));
-    }
-
-    fn until(&self, mut wanted: impl FnMut(&str) -> bool) {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|e| panic!("no frame: {e}"));
-            if wanted(&line) {
-                return;
-            }
-        }
-    }
+/// A runtime whose scripted model starts the tree on every prompt.
+fn start(dir: &Path) -> Runtime {
+    let reply = serde_json::json!({"blocks": [{"tool_call": {"id": "t", "name": "bash", "arguments": {
+        "description": "tree",
+        "command": format!("for i in $(seq {}); do sleep {MARKER} & done; wait", TREE - 1),
+    }}}]});
+    let scenario = dir.join("scenario.json");
+    let replies: Vec<_> = (0..1000).map(|_| reply.clone()).collect();
+    std::fs::write(
+        &scenario,
+        serde_json::json!({"replies": replies}).to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut runtime = Runtime::start(dir, &[]);
+    runtime.request(
+        "initialize",
+        serde_json::json!({"cwd": dir, "provider": "scripted", "model": scenario}),
+    );
+    runtime
 }
 
 /// How many live processes carry [`MARKER`] in their command line.
@@ -111,7 +61,7 @@ fn sleepers() -> usize {
 
 fn cancel(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut runtime = Runtime::start(dir.path());
+    let mut runtime = start(dir.path());
     let mut session = 0u64;
     let mut group = c.benchmark_group("cancel");
     group.sample_size(10);
@@ -149,8 +99,6 @@ fn cancel(c: &mut Criterion) {
         });
     });
     group.finish();
-    drop(runtime.stdin);
-    let _ = runtime.child.wait();
 }
 
 criterion_group!(benches, cancel);

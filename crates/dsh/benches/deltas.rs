@@ -16,15 +16,18 @@
 //!
 //! `cargo bench -p dsh --bench deltas`.
 
+#[path = "support/cpu.rs"]
+mod cpu;
+#[path = "support/runtime.rs"]
+mod runtime;
+
+use cpu::cpu;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use dsh_fake_model::FakeServer;
 use dsh_llm::scripted::Scenario;
-use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use runtime::Runtime;
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// Fragments of the 1 MiB reply.
@@ -33,95 +36,11 @@ const PIECES: usize = 4096;
 /// Sessions streaming at once in the latency bench.
 const STREAMS: usize = 100;
 
-struct Runtime {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-}
-
-impl Runtime {
-    fn start(dir: &Path, env: &[(&str, String)]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
-            .args(["--profile", "sdk"])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", dir)
-            .env("DSH_HOME", dir.join("home"))
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
-        let stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
-        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn send(&mut self, frame: &Value) {
-        writeln!(self.stdin, "{frame}").unwrap_or_else(|e| panic!("write: {e}"));
-        self.stdin.flush().unwrap_or_else(|e| panic!("flush: {e}"));
-    }
-
-    fn until(&self, mut wanted: impl FnMut(&str) -> bool) {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|e| panic!("no frame: {e}"));
-            if wanted(&line) {
-                return;
-            }
-        }
-    }
-
-    fn initialize(&mut self, params: Value) {
-        self.send(
-            &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params}),
-        );
-        self.until(|line| line.contains(r#""id":"init""#));
-    }
-
-    fn prompt(&mut self, session: &str) {
-        self.send(&json!({"jsonrpc": "2.0", "id": format!("p-{session}"),
-            "method": "session/prompt", "params": {"sessionId": session,
-            "contentBlocks": [{"type": "text", "text": "go"}]}}));
-    }
-
-    /// CPU time of every thread of the runtime so far.
-    fn cpu(&self) -> Duration {
-        let tasks = format!("/proc/{}/task", self.child.id());
-        let nanos: u64 = std::fs::read_dir(tasks)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-                    .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
-                    .sum()
-            })
-            .unwrap_or(0);
-        Duration::from_nanos(nanos)
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Prompts the new session `session` (its answer is not waited for).
+fn prompt(runtime: &mut Runtime, session: &str) {
+    runtime.send(&json!({"jsonrpc": "2.0", "id": format!("p-{session}"),
+        "method": "session/prompt", "params": {"sessionId": session,
+        "contentBlocks": [{"type": "text", "text": "go"}]}}));
 }
 
 /// Benches `name`: the runtime's CPU time for one turn of a new session
@@ -130,15 +49,15 @@ fn turns_cpu(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, runtime: &mut
     let mut session = 0u64;
     group.bench_function(name, |b| {
         b.iter_custom(|iterations| {
-            let before = runtime.cpu();
+            let before = cpu(runtime);
             for _ in 0..iterations {
                 session += 1;
                 let id = format!("s{session}");
-                runtime.prompt(&id);
+                prompt(runtime, &id);
                 let idle = format!(r#""sessionId":"{id}","status":"idle""#);
                 runtime.until(|line| line.contains(&idle));
             }
-            runtime.cpu().saturating_sub(before)
+            cpu(runtime).saturating_sub(before)
         });
     });
 }
@@ -157,7 +76,8 @@ fn reply_cpu(c: &mut Criterion) {
         let home = dir.path().join(name);
         std::fs::create_dir_all(&home).unwrap_or_else(|e| panic!("{e}"));
         let mut runtime = Runtime::start(&home, &[]);
-        runtime.initialize(
+        runtime.request(
+            "initialize",
             json!({"cwd": home, "provider": "scripted", "model": scenario,
             "clientCapabilities": caps}),
         );
@@ -187,8 +107,11 @@ fn reply_http_cpu(c: &mut Criterion) {
             ("DEEPSEEK_API_KEY", "bench".to_owned()),
         ];
         let mut runtime = Runtime::start(&home, &env);
-        runtime.initialize(json!({"cwd": home, "provider": "deepseek-official",
-            "model": "deepseek-v4-flash", "clientCapabilities": caps}));
+        runtime.request(
+            "initialize",
+            json!({"cwd": home, "provider": "deepseek-official",
+            "model": "deepseek-v4-flash", "clientCapabilities": caps}),
+        );
         turns_cpu(&mut group, name, &mut runtime);
         drop(runtime);
         drop(server);
@@ -212,10 +135,13 @@ fn streams_latency(c: &mut Criterion) {
         ("DEEPSEEK_API_KEY", "bench".to_owned()),
     ];
     let mut runtime = Runtime::start(dir.path(), &env);
-    runtime.initialize(json!({"cwd": dir.path(), "provider": "deepseek-official",
-        "model": "deepseek-v4-flash", "clientCapabilities": {"deltas": true}}));
+    runtime.request(
+        "initialize",
+        json!({"cwd": dir.path(), "provider": "deepseek-official",
+        "model": "deepseek-v4-flash", "clientCapabilities": {"deltas": true}}),
+    );
     for i in 0..STREAMS {
-        runtime.prompt(&format!("stream-{i}"));
+        prompt(&mut runtime, &format!("stream-{i}"));
     }
     // Every session is streaming before the measurement starts.
     let mut streaming = std::collections::HashSet::new();

@@ -27,14 +27,19 @@
 //!
 //! `cargo bench -p dsh --bench mcp`.
 
+#[path = "support/cpu.rs"]
+mod cpu;
+#[path = "support/runtime.rs"]
+mod runtime;
+
+use cpu::cpu;
 use criterion::{Criterion, SamplingMode};
 use dsh_fake_model::FakeServer;
 use dsh_llm::scripted::Scenario;
+use runtime::Runtime;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Turns the fake model is scripted for, per variant of `mcp/turn_cpu`.
@@ -43,117 +48,26 @@ const TURNS: usize = 20_000;
 /// The per-turn CPU overhead bound of an MCP tool call, in ms.
 const OVERHEAD_BOUND_MS: f64 = 2.0;
 
-/// A `dsh --profile sdk` process and its stdout lines.
-struct Runtime {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-}
-
-impl Runtime {
-    fn start(dir: &Path, env: &[(&str, String)]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
-            .args(["--profile", "sdk"])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", dir)
-            .env("DSH_HOME", dir.join("home"))
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
-        let stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
-        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            child,
-            stdin,
-            lines,
+/// One turn of the new session `session` (prompt → `idle`); returns its
+/// `tool/result` event line.
+fn run_turn(runtime: &mut Runtime, session: &str) -> String {
+    runtime.send(&json!({"jsonrpc": "2.0", "id": format!("p-{session}"),
+        "method": "session/prompt", "params": {"sessionId": session,
+        "contentBlocks": [{"type": "text", "text": "go"}]}}));
+    let idle = format!(r#""sessionId":"{session}","status":"idle""#);
+    let mut result = None;
+    runtime.until(|line| {
+        if line.contains(r#""type":"tool/result""#) {
+            result = Some(line.to_owned());
         }
-    }
-
-    fn send(&mut self, frame: &Value) {
-        writeln!(self.stdin, "{frame}").unwrap_or_else(|e| panic!("write: {e}"));
-        self.stdin.flush().unwrap_or_else(|e| panic!("flush: {e}"));
-    }
-
-    /// Reads lines up to the first one `wanted` accepts; returns that one.
-    fn until(&self, mut wanted: impl FnMut(&str) -> bool) -> String {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|e| panic!("no frame: {e}"));
-            if wanted(&line) {
-                return line;
-            }
-        }
-    }
-
-    fn initialize(&mut self, params: &Value) {
-        self.send(
-            &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params}),
-        );
-        let answer = self.until(|line| line.contains(r#""id":"init""#));
-        assert!(
-            answer.contains(r#""result""#),
-            "initialize failed: {answer}"
-        );
-    }
-
-    /// One turn of the new session `session` (prompt → `idle`); returns its
-    /// `tool/result` event line.
-    fn turn(&mut self, session: &str) -> String {
-        self.send(&json!({"jsonrpc": "2.0", "id": format!("p-{session}"),
-            "method": "session/prompt", "params": {"sessionId": session,
-            "contentBlocks": [{"type": "text", "text": "go"}]}}));
-        let idle = format!(r#""sessionId":"{session}","status":"idle""#);
-        let mut result = None;
-        self.until(|line| {
-            if line.contains(r#""type":"tool/result""#) {
-                result = Some(line.to_owned());
-            }
-            line.contains(&idle)
-        });
-        let result = result.unwrap_or_else(|| panic!("session {session}: no tool/result"));
-        assert!(
-            !result.contains(r#""isError":true"#),
-            "session {session}: the tool failed: {result}"
-        );
-        result
-    }
-
-    /// CPU time of every thread of the runtime so far.
-    fn cpu(&self) -> Duration {
-        let tasks = format!("/proc/{}/task", self.child.id());
-        let nanos: u64 = std::fs::read_dir(tasks)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-                    .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
-                    .sum()
-            })
-            .unwrap_or(0);
-        Duration::from_nanos(nanos)
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+        line.contains(&idle)
+    });
+    let result = result.unwrap_or_else(|| panic!("session {session}: no tool/result"));
+    assert!(
+        !result.contains(r#""isError":true"#),
+        "session {session}: the tool failed: {result}"
+    );
+    result
 }
 
 /// The workspace's root directory.
@@ -219,7 +133,7 @@ fn initialize(c: &mut Criterion, python: &Path) {
                 for _ in 0..iterations {
                     let mut runtime = Runtime::start(dir.path(), &[]);
                     let start = Instant::now();
-                    runtime.initialize(params);
+                    runtime.request("initialize", params.clone());
                     total += start.elapsed();
                 }
                 total
@@ -272,8 +186,8 @@ fn turn_cpu(c: &mut Criterion, python: &Path) {
         if name == "mcp" {
             params["mcpServers"] = json!([stdio_server("s", python, &json!({}))]);
         }
-        runtime.initialize(&params);
-        let result = runtime.turn("warm-up");
+        runtime.request("initialize", params);
+        let result = run_turn(&mut runtime, "warm-up");
         assert!(
             name != "mcp" || result.contains(r#""content":[{"type":"text","text":"hi"}]"#),
             "the MCP call did not echo: {result}"
@@ -282,13 +196,13 @@ fn turn_cpu(c: &mut Criterion, python: &Path) {
         let mut spent = Duration::ZERO;
         group.bench_function(name, |b| {
             b.iter_custom(|iterations| {
-                let before = runtime.cpu();
+                let before = cpu(&runtime);
                 for _ in 0..iterations {
                     session += 1;
                     assert!(session < TURNS, "the fake model has no turn left");
-                    runtime.turn(&format!("s{session}"));
+                    run_turn(&mut runtime, &format!("s{session}"));
                 }
-                let cpu = runtime.cpu().saturating_sub(before);
+                let cpu = cpu(&runtime).saturating_sub(before);
                 spent += cpu;
                 cpu
             });

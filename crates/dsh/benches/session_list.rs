@@ -11,12 +11,13 @@
 //!
 //! `cargo bench -p dsh --bench session_list`.
 
+#[path = "support/runtime.rs"]
+mod runtime;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use dsh_session::store::{Encoding, ListQuery, SessionHeader, SessionStore, SessionWriter};
-use std::io::{BufRead, BufReader, Write};
+use runtime::Runtime;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 /// Stored sessions.
@@ -65,84 +66,23 @@ fn populate(home: &Path) {
     assert_eq!(page.sessions.len(), 50);
 }
 
-struct Runtime {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    next: u64,
+/// A runtime initialized over the benched `DSH_HOME`.
+fn start(dir: &Path) -> Runtime {
+    let mut runtime = Runtime::start(dir, &[]);
+    runtime.request(
+        "initialize",
+        serde_json::json!({"cwd": dir, "provider": "scripted", "model": "echo"}),
+    );
+    runtime
 }
 
-impl Runtime {
-    fn start(dir: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
-            .args(["--profile", "sdk"])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", dir)
-            .env("DSH_HOME", dir.join("home"))
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
-        let stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
-        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut runtime = Self {
-            child,
-            stdin,
-            lines,
-            next: 0,
-        };
-        runtime.call(
-            "initialize",
-            serde_json::json!({"cwd": dir, "provider": "scripted", "model": "echo"}),
-        );
-        runtime
-    }
-
-    /// Sends a request and waits for its answer line.
-    fn call(&mut self, method: &str, params: serde_json::Value) -> String {
-        self.next += 1;
-        let id = format!("r{}", self.next);
-        let frame =
-            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{frame}").unwrap_or_else(|e| panic!("write: {e}"));
-        self.stdin.flush().unwrap_or_else(|e| panic!("flush: {e}"));
-        let wanted = format!(r#""id":"{id}""#);
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|e| panic!("no answer: {e}"));
-            if line.contains(&wanted) {
-                assert!(line.contains(r#""result""#), "{line}");
-                return line;
-            }
-        }
-    }
-
-    /// One timed `session/list`.
-    fn timed_list(&mut self) -> Duration {
-        let start = Instant::now();
-        let line = self.call("session/list", serde_json::json!({}));
-        let elapsed = start.elapsed();
-        assert!(line.contains("session-09999"), "{line}");
-        elapsed
-    }
-
-    fn stop(mut self) {
-        drop(self.stdin);
-        let _ = self.child.wait();
-    }
+/// One timed `session/list`.
+fn timed_list(runtime: &mut Runtime) -> Duration {
+    let start = Instant::now();
+    let line = runtime.request("session/list", serde_json::json!({}));
+    let elapsed = start.elapsed();
+    assert!(line.contains("session-09999"), "{line}");
+    elapsed
 }
 
 fn session_list(c: &mut Criterion) {
@@ -157,20 +97,15 @@ fn session_list(c: &mut Criterion) {
     let list_file = home.join("session-summary").join("~listing");
     let mut group = c.benchmark_group("session_list");
     group.sample_size(10);
-    let mut runtime = Runtime::start(dir.path());
+    let mut runtime = start(dir.path());
     group.bench_function("warm", |b| {
-        b.iter_custom(|iterations| (0..iterations).map(|_| runtime.timed_list()).sum());
+        b.iter_custom(|iterations| (0..iterations).map(|_| timed_list(&mut runtime)).sum());
     });
-    runtime.stop();
+    drop(runtime);
     group.bench_function("cold", |b| {
         b.iter_custom(|iterations| {
             (0..iterations)
-                .map(|_| {
-                    let mut runtime = Runtime::start(dir.path());
-                    let took = runtime.timed_list();
-                    runtime.stop();
-                    took
-                })
+                .map(|_| timed_list(&mut start(dir.path())))
                 .sum()
         });
     });
@@ -180,10 +115,7 @@ fn session_list(c: &mut Criterion) {
             (0..iterations)
                 .map(|_| {
                     let _ = std::fs::remove_file(&list_file);
-                    let mut runtime = Runtime::start(dir.path());
-                    let took = runtime.timed_list();
-                    runtime.stop();
-                    took
+                    timed_list(&mut start(dir.path()))
                 })
                 .sum()
         });
