@@ -491,3 +491,20 @@ class FakeModel:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def wait_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
+    """The processes of `pids` still running after at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)  # polling interval only
+    return [p for p in pids if alive(p)]

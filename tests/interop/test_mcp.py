@@ -45,10 +45,12 @@ from interop_support import (
     EXIT_TIMEOUT,
     FRAME_TIMEOUT,
     REPO_ROOT,
+    alive,
     assert_valid_frames,
     clean_env,
     run_bounded,
     session_events,
+    wait_gone,
 )
 
 KEY = "sk-mcp-test-0000"
@@ -73,23 +75,6 @@ class _Any(BaseModel):
 # ---------------------------------------------------------------------------
 # Processes
 # ---------------------------------------------------------------------------
-
-
-def alive(pid: int) -> bool:
-    """Whether the process runs (a zombie counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def wait_gone(pids: list[int], timeout: float = 3.0) -> list[int]:
-    """The processes of `pids` still running after at most `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.02)  # polling interval only
-    return [p for p in pids if alive(p)]
 
 
 def with_marker(marker: str) -> list[int]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from interop_support import FRAME_TIMEOUT, REPO_ROOT
+from interop_support import FRAME_TIMEOUT, REPO_ROOT, alive, wait_gone
 
 from mcp import Client, StdioServerParameters  # the `mcp` test dependency (scripts/test.sh installs it)
 
@@ -48,21 +48,6 @@ def stdio_params(**env: str) -> StdioServerParameters:
 
 def text(result) -> str:
     return "".join(block.text for block in result.content if block.type == "text")
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def wait_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.02)  # polling interval only
-    return [p for p in pids if alive(p)]
 
 
 # ---------------------------------------------------------------------------
