@@ -148,9 +148,12 @@ pub(crate) enum ConnectError {
         /// Why.
         source: std::io::Error,
     },
-    /// The HTTP client could not be built, or the runtime is stopping.
+    /// The HTTP client could not be built.
     #[error("could not start: {0}")]
     Http(String),
+    /// The runtime is shutting down: no server starts any more.
+    #[error("could not start: the runtime is shutting down")]
+    Stopping,
     /// The handshake failed.
     #[error("could not start: the MCP handshake failed: {0}")]
     Handshake(String),
@@ -269,7 +272,7 @@ fn spawn(
 ) -> Result<ProcessGroup, ConnectError> {
     let processes = options.processes;
     if processes.closed.load(Ordering::Acquire) {
-        return Err(ConnectError::Http("the runtime is shutting down".into()));
+        return Err(ConnectError::Stopping);
     }
     let hidden = options.hidden_env;
     let mut cmd = Command::new(command);
@@ -294,7 +297,7 @@ fn spawn(
     if let Some(pgid) = pgid
         && !processes.add(pgid)
     {
-        return Err(ConnectError::Http("the runtime is shutting down".into()));
+        return Err(ConnectError::Stopping);
     }
     if let Some(stderr) = child.stderr.take() {
         let name = name.to_owned();
