@@ -72,6 +72,17 @@ impl Profile {
         }
     }
 
+    /// This profile in another file-system mode, with the approval policy
+    /// [`sdk`](Self::sdk) gives that mode (`dsh acp`'s session modes).
+    pub fn with_mode(&self, permission_mode: PermissionMode) -> Self {
+        let preset = Self::sdk(permission_mode);
+        Self {
+            permission_mode,
+            approval: preset.approval,
+            ..self.clone()
+        }
+    }
+
     /// The `sdk-minimal` profile: full access, no approvals, an optional
     /// system prompt of the user's.
     pub fn sdk_minimal(system_prompt: Option<String>) -> Self {

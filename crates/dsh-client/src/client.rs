@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 /// How to launch the runtime.
 #[derive(Debug, Clone)]
@@ -113,6 +113,7 @@ pub type ApprovalHandler = Arc<
 >;
 
 type Handler = Arc<Mutex<Option<ApprovalHandler>>>;
+type Sinks = Arc<Mutex<Vec<mpsc::UnboundedSender<Notification>>>>;
 
 /// JSON-RPC's "method not found", the answer to a runtime request the
 /// client has no handler for.
@@ -124,6 +125,7 @@ pub struct Client {
     approvals: Handler,
     pending: Pending,
     notifications: broadcast::Sender<Notification>,
+    sinks: Sinks,
     stderr_tail: Tail,
     next_id: AtomicU64,
     cwd: PathBuf,
@@ -179,11 +181,13 @@ impl Client {
         let stderr_tail: Tail = Arc::default();
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(Some(Box::new(writer))));
         let approvals: Handler = Arc::default();
+        let sinks: Sinks = Arc::default();
         tokio::spawn(read_frames(
             reader,
             Frames {
                 pending: Arc::clone(&pending),
                 notifications: notifications.clone(),
+                sinks: Arc::clone(&sinks),
                 stderr_tail: Arc::clone(&stderr_tail),
                 writer: Arc::clone(&writer),
                 approvals: Arc::clone(&approvals),
@@ -194,6 +198,7 @@ impl Client {
             approvals,
             pending,
             notifications,
+            sinks,
             stderr_tail,
             next_id: AtomicU64::new(1),
             cwd: cwd.into(),
@@ -203,6 +208,18 @@ impl Client {
     /// Notifications from now on (every session of the runtime).
     pub fn subscribe(&self) -> broadcast::Receiver<Notification> {
         self.notifications.subscribe()
+    }
+
+    /// Every notification from now on, in order, none dropped: unlike
+    /// [`subscribe`](Self::subscribe)'s bounded broadcast, a slow reader
+    /// is never skipped past (what it has not read waits in memory). The
+    /// stream ends when the runtime's output does.
+    pub fn forward(&self) -> mpsc::UnboundedReceiver<Notification> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut sinks) = self.sinks.lock() {
+            sinks.push(tx);
+        }
+        rx
     }
 
     /// Sends one request and waits for its answer.
@@ -492,6 +509,7 @@ fn closed(stderr_tail: &Mutex<Vec<String>>) -> ClientError {
 struct Frames {
     pending: Pending,
     notifications: broadcast::Sender<Notification>,
+    sinks: Sinks,
     stderr_tail: Tail,
     writer: Writer,
     approvals: Handler,
@@ -505,6 +523,7 @@ async fn read_frames(reader: impl AsyncRead + Unpin, frames: Frames) {
     let Frames {
         pending,
         notifications,
+        sinks,
         stderr_tail,
         writer,
         approvals,
@@ -529,7 +548,11 @@ async fn read_frames(reader: impl AsyncRead + Unpin, frames: Frames) {
                     ));
                 }
                 None => {
-                    let _ = notifications.send(Notification { method, params });
+                    let notification = Notification { method, params };
+                    if let Ok(mut sinks) = sinks.lock() {
+                        sinks.retain(|sink| sink.send(notification.clone()).is_ok());
+                    }
+                    let _ = notifications.send(notification);
                 }
             }
             continue;

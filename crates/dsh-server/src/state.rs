@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// What the process-wide server is built from.
+#[derive(Clone)]
 pub struct ServerConfig {
     /// The profile every agent runs with.
     pub profile: Arc<Profile>,

@@ -1,5 +1,5 @@
 //! The launcher grammar: `dsh [--profile] <name> [--patch <file>]… [app-args…]`
-//! and `dsh headless [options] <task…|->`.
+//! `dsh headless [options] <task…|->` and `dsh acp [options]`.
 
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -95,6 +95,32 @@ pub enum Command {
     // `--version` prints `dsh <version>`, as for `dsh` itself.
     #[command(display_name = "dsh", after_long_help = ENVIRONMENT)]
     Headless(HeadlessArgs),
+    /// Serve the Agent Client Protocol on stdio, for editors (Zed,
+    /// JetBrains IDEs, Neovim, Emacs) and orchestrators.
+    ///
+    /// Each session runs on the same agent core, session store and sandbox
+    /// as the SDK profile. `DSH_HOME` defaults to `~/.dsh`. docs/acp.md
+    /// describes the methods and an editor configuration.
+    #[command(display_name = "dsh", after_long_help = ENVIRONMENT)]
+    Acp(AcpArgs),
+}
+
+/// Arguments of `dsh acp`.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// Model provider of new sessions: `scripted` when `--model` names a
+    /// scenario file, else `deepseek-official`; or `openai-compatible`.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id of new sessions (default `deepseek-v4-flash`); for
+    /// `scripted`, `echo` (the default) or a scenario file (relative paths
+    /// resolve against the current directory).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// MCP servers every session gets, from a `.mcp.json`-format file;
+    /// repeatable.
+    #[arg(long = "mcp", value_name = "FILE")]
+    pub mcp: Vec<std::path::PathBuf>,
 }
 
 /// Arguments of `dsh headless`.
@@ -126,20 +152,24 @@ pub struct HeadlessArgs {
 
 impl Cli {
     /// Parses argv, turning a leading profile word into `--profile <word>`
-    /// (a leading `headless` stays the command, and the official spelling
-    /// `--profile headless` becomes it).
+    /// (a leading `headless` or `acp` stays the command, and the official
+    /// spellings `--profile headless` and `--profile acp` become it).
     pub fn parse_args<I: IntoIterator<Item = OsString>>(args: I) -> Result<Self, clap::Error> {
+        const COMMANDS: [&str; 2] = ["headless", "acp"];
         let mut args: Vec<OsString> = args.into_iter().collect();
-        if args.get(1).is_some_and(|a| a == "--profile=headless") {
-            args[1] = OsString::from("headless");
+        if let Some(command) = COMMANDS
+            .iter()
+            .find(|c| args.get(1).is_some_and(|a| *a == *format!("--profile={c}")))
+        {
+            args[1] = OsString::from(command);
         } else if args.get(1).is_some_and(|a| a == "--profile")
-            && args.get(2).is_some_and(|a| a == "headless")
+            && args.get(2).is_some_and(|a| COMMANDS.iter().any(|c| a == c))
         {
             args.remove(1);
         }
         if let Some(first) = args.get(1)
             && !first.to_string_lossy().starts_with('-')
-            && first != "headless"
+            && !COMMANDS.iter().any(|c| first == c)
         {
             args.insert(1, OsString::from("--profile"));
         }
@@ -183,7 +213,7 @@ mod tests {
         let mut cli = parse(&[&["headless"], args].concat()).unwrap();
         match cli.command.take() {
             Some(Command::Headless(args)) => (cli, args),
-            None => panic!("no headless command in {args:?}"),
+            _ => panic!("no headless command in {args:?}"),
         }
     }
 
@@ -221,6 +251,23 @@ mod tests {
             assert!(args.json && cli.profile.is_none());
             assert_eq!(args.task, ["hi"]);
         }
+    }
+
+    #[test]
+    fn acp_options_and_its_official_spellings() {
+        for spelling in [&["acp"][..], &["--profile", "acp"], &["--profile=acp"]] {
+            let mut cli =
+                parse(&[spelling, &["--model", "s.yaml", "--mcp", "m.json"]].concat()).unwrap();
+            let Some(Command::Acp(args)) = cli.command.take() else {
+                panic!("{spelling:?} is not the acp command");
+            };
+            assert!(cli.profile.is_none());
+            assert_eq!(args.model.as_deref(), Some("s.yaml"));
+            assert_eq!(args.mcp, [PathBuf::from("m.json")]);
+        }
+        let cli = parse(&["acp", "--patch", "a.yml"]).unwrap();
+        assert_eq!(cli.patches, [PathBuf::from("a.yml")]);
+        assert!(parse(&["acp", "--bogus"]).is_err());
     }
 
     #[test]

@@ -231,13 +231,15 @@ impl Launch {
     /// Validates the command line, reads the overlays and checks `DSH_HOME`,
     /// creating it (0700) when it is missing.
     pub fn prepare(cli: &Cli) -> Result<Prepared, LaunchError> {
-        // `headless` runs the sdk profile's server.
-        let headless = matches!(cli.command, Some(Command::Headless(_)));
-        let name = match (headless, cli.profile.as_deref()) {
-            (true, _) => "headless",
-            (false, Some(name @ ("sdk" | "sdk-minimal"))) => name,
-            (false, Some(name)) => return Err(LaunchError::UnknownProfile(name.to_owned())),
-            (false, None) => return Err(LaunchError::NoProfile),
+        // `headless` and `acp` run the sdk profile's server and, as
+        // commands for people, default `DSH_HOME` to `~/.dsh`.
+        let headless = matches!(cli.command, Some(Command::Headless(_) | Command::Acp(_)));
+        let name = match (&cli.command, cli.profile.as_deref()) {
+            (Some(Command::Headless(_)), _) => "headless",
+            (Some(Command::Acp(_)), _) => "acp",
+            (None, Some(name @ ("sdk" | "sdk-minimal"))) => name,
+            (None, Some(name)) => return Err(LaunchError::UnknownProfile(name.to_owned())),
+            (None, None) => return Err(LaunchError::NoProfile),
         };
         if let Some(arg) = cli.app_args.first() {
             if arg == "-h" || arg == "--help" {

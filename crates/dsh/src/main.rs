@@ -8,8 +8,10 @@
 //! 1. `cli`, `home`, `stdio` — the launcher grammar; `DSH_HOME` at launch;
 //!    the protocol channel made impossible to corrupt
 //! 2. `launch` — everything decided before the runtime starts
-//! 3. `headless` — `dsh headless`: one task from the command line
+//! 3. `headless`, `acp` — `dsh headless`: one task from the command line;
+//!    `dsh acp`: the Agent Client Protocol on stdio
 
+mod acp;
 mod cli;
 mod headless;
 mod home;
@@ -51,8 +53,10 @@ fn main() -> ExitCode {
             return ExitCode::from(err.exit_code());
         }
     };
-    if let Some(cli::Command::Headless(args)) = cli.command {
-        return headless::run(launch, args);
+    match cli.command {
+        Some(cli::Command::Headless(args)) => return headless::run(launch, args),
+        Some(cli::Command::Acp(args)) => return acp::run(launch, args),
+        None => {}
     }
     // From here on fd 0 is /dev/null and fd 1 is stderr: only the request
     // reader and the frame writer hold the protocol channel, and no tool,

@@ -1,0 +1,175 @@
+//! The ACP connection: the protocol crate's agent builder with one
+//! handler per method, each answered by the [`Front`].
+//!
+//! Handlers that wait for a session's server (everything but the
+//! settings) run on tasks of their own, so one session's slow request
+//! never holds another's, nor a `session/cancel`.
+
+use crate::error::AcpError;
+use crate::front::{AcpConfig, Front};
+use crate::session::Open;
+use crate::transport::{self, MAX_LINE_BYTES};
+use agent_client_protocol::v1::schema::{
+    CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest,
+    LoadSessionRequest, NewSessionRequest, PromptRequest, ResumeSessionRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
+};
+use agent_client_protocol::{Agent, on_receive_notification, on_receive_request};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Serves ACP on `input`/`output` until the client closes its input;
+/// then every session's server is shut down (running turns stop, MCP
+/// servers are killed, locks released).
+pub async fn serve(
+    config: AcpConfig,
+    input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) -> Result<(), AcpError> {
+    let front = Arc::new(Front::new(config));
+    let f = |front: &Arc<Front>| Arc::clone(front);
+    let (initialize, new, load, resume, prompt, cancel, list, close, config_option, mode) = (
+        f(&front),
+        f(&front),
+        f(&front),
+        f(&front),
+        f(&front),
+        f(&front),
+        f(&front),
+        f(&front),
+        f(&front),
+        f(&front),
+    );
+    let served = Agent
+        .v1()
+        .name("dsh")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                let requested =
+                    serde_json::to_value(request.protocol_version).unwrap_or(Value::Null);
+                responder.respond_with_result(typed(initialize.initialize(&requested)))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                let front = Arc::clone(&new);
+                let connection = cx.clone();
+                cx.spawn(async move {
+                    let params = params(&request);
+                    let result = front
+                        .open(connection, "session/new", &params, Open::New)
+                        .await;
+                    responder.respond_with_result(answer(result))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let front = Arc::clone(&load);
+                let connection = cx.clone();
+                cx.spawn(async move {
+                    let params = params(&request);
+                    let result = front
+                        .open(connection, "session/load", &params, Open::Load)
+                        .await;
+                    responder.respond_with_result(answer(result))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ResumeSessionRequest, responder, cx| {
+                let front = Arc::clone(&resume);
+                let connection = cx.clone();
+                cx.spawn(async move {
+                    let params = params(&request);
+                    let result = front
+                        .open(connection, "session/resume", &params, Open::Resume)
+                        .await;
+                    responder.respond_with_result(answer(result))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, cx| {
+                let front = Arc::clone(&prompt);
+                cx.spawn(async move {
+                    let result = front.prompt(&params(&request)).await;
+                    responder.respond_with_result(answer(result))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, cx| {
+                let front = Arc::clone(&cancel);
+                cx.spawn(async move {
+                    if let Err(err) = front.cancel(&params(&notification)).await {
+                        tracing::warn!("session/cancel: {err}");
+                    }
+                    Ok(())
+                })
+            },
+            on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, cx| {
+                let front = Arc::clone(&list);
+                cx.spawn(async move {
+                    let result = front.list(&params(&request)).await;
+                    responder.respond_with_result(answer(result))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest, responder, cx| {
+                let front = Arc::clone(&close);
+                cx.spawn(async move {
+                    let result = front.close(&params(&request)).await;
+                    responder.respond_with_result(answer(result))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                responder
+                    .respond_with_result(answer(config_option.set_config_option(&params(&request))))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                responder.respond_with_result(answer(mode.set_mode(&params(&request))))
+            },
+            on_receive_request!(),
+        )
+        .connect_to(transport::lines(input, output, MAX_LINE_BYTES))
+        .await;
+    front.shutdown().await;
+    served.map_err(|err| AcpError::Stopped(format!("the ACP connection failed: {}", err.message)))
+}
+
+/// A request's params as JSON.
+fn params(request: &impl Serialize) -> Value {
+    serde_json::to_value(request).unwrap_or(Value::Null)
+}
+
+/// A JSON result as the response type `T`.
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T, agent_client_protocol::Error> {
+    serde_json::from_value(value).map_err(agent_client_protocol::Error::into_internal_error)
+}
+
+/// A front result as the response type `T`, or its wire error.
+fn answer<T: DeserializeOwned>(
+    result: Result<Value, AcpError>,
+) -> Result<T, agent_client_protocol::Error> {
+    result.map_err(|err| err.to_wire()).and_then(typed)
+}

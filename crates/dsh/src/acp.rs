@@ -1,0 +1,101 @@
+//! `dsh acp [--provider P] [--model M] [--mcp F]…`: the Agent Client
+//! Protocol on stdio (see `dsh_acp`).
+//!
+//! The route of new sessions: `--provider`, else `scripted` when
+//! `--model` names a scenario file, else `deepseek-official`; `--model`,
+//! else `echo` for `scripted` and `deepseek-v4-flash` otherwise. As for
+//! the SDK profiles, stdin and stdout are taken as the protocol channel
+//! first, so nothing else in the process (a tool, a child) can reach them.
+
+use crate::cli::AcpArgs;
+use crate::launch::Launch;
+use dsh_acp::AcpConfig;
+use std::process::ExitCode;
+
+/// Serves ACP until the client closes its input or a signal; exit 0 then.
+pub fn run(mut launch: Box<Launch>, args: AcpArgs) -> ExitCode {
+    for file in &args.mcp {
+        if let Err(err) = launch.add_mcp_file(&launch.process_cwd.join(file)) {
+            eprintln!("dsh: {err}");
+            return ExitCode::from(1);
+        }
+    }
+    let (provider, model) = route(&launch, &args);
+    let channel = crate::stdio::take_protocol_stdin()
+        .and_then(|input| crate::stdio::take_protocol_stdout().map(|output| (input, output)));
+    let (input, output) = match channel {
+        Ok(pair) => pair,
+        Err(err) => {
+            eprintln!("dsh: cannot set up the protocol channel: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("dsh: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let config = AcpConfig {
+        server: launch.server_config(),
+        provider,
+        model,
+    };
+    let code = runtime.block_on(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::error!("cannot install signal handlers");
+            return 1;
+        };
+        let serving = dsh_acp::serve(
+            config,
+            tokio::fs::File::from_std(input),
+            tokio::fs::File::from_std(output),
+        );
+        tokio::select! {
+            served = serving => match served {
+                Ok(()) => 0,
+                Err(err) => {
+                    tracing::error!("{err}");
+                    1
+                }
+            },
+            _ = term.recv() => 0,
+            _ = int.recv() => 130,
+        }
+    });
+    // A blocking read of stdin may still be in flight; do not wait for it.
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}
+
+/// The provider and model of new sessions.
+fn route(launch: &Launch, args: &AcpArgs) -> (String, String) {
+    let cwd = &launch.process_cwd;
+    let scenario = args.model.as_ref().is_some_and(|m| cwd.join(m).is_file());
+    let provider = args.provider.clone().unwrap_or_else(|| {
+        if scenario {
+            "scripted"
+        } else {
+            dsh_protocol::methods::DEFAULT_PROVIDER
+        }
+        .to_owned()
+    });
+    let model = match (&args.model, provider.as_str()) {
+        (Some(model), "scripted") if model != "echo" => {
+            cwd.join(model).to_string_lossy().into_owned()
+        }
+        (Some(model), _) => model.clone(),
+        (None, "scripted") => "echo".to_owned(),
+        (None, _) => dsh_protocol::methods::DEFAULT_MODEL.to_owned(),
+    };
+    (provider, model)
+}
