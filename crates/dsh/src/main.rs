@@ -161,10 +161,12 @@ async fn run(server: Server, input: tokio::fs::File) -> u8 {
     }
 }
 
-/// Diagnostics go to stderr, filtered by `DSH_LOG` (default: warnings).
+/// Diagnostics go to stderr, filtered by `DSH_LOG` (default: warnings;
+/// the ACP library's note on every error response it sends is left out,
+/// the client has the error).
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("DSH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,agent_client_protocol=error"));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(filter)
