@@ -66,7 +66,7 @@ fi
 # mcp: the official MCP Python SDK, whose servers (tests/mcp) dsh's MCP client
 # is tested against (tests/interop/test_mcp*.py).
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22' \
-  'mcp==2.3.0'
+  'mcp==2.3.0' 'agent-client-protocol==0.12.1'
 if [ -n "${oracle_moved:-}" ] && [ -z "${DSH_OFFICIAL_BIN:-}" ]; then
   DSH_OFFICIAL_BIN="$("$venv/bin/python" -c 'import deepseek_harness_runtime as r, pathlib
 print(pathlib.Path(r.__file__).parent / "runtime" / "deepseek-harness-sdk-runtime-linux-x64")')"
@@ -103,7 +103,12 @@ DSH_BIN="$PWD/target/debug/dsh" DSH_FAKE_MODEL="$PWD/target/debug/dsh-fake-model
 echo "== typescript interop (official @deepseek-ai/dsh-sdk-client drives target/debug/dsh)"
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   dsh_bin="$PWD/target/debug/dsh"
+  fake_model="$PWD/target/debug/dsh-fake-model"
+  test_python="$(cd "$(dirname "$venv")" && pwd -P)/$(basename "$venv")/bin/python"
   (cd tests/ts && npm ci --legacy-peer-deps --no-audit --no-fund --loglevel=error && DSH_BIN="$dsh_bin" node --test)
+  echo "== ACP interop (the protocol's TypeScript SDK, @agentclientprotocol/sdk, drives target/debug/dsh acp)"
+  (cd tests/acp-ts && npm ci --no-audit --no-fund --loglevel=error &&
+    DSH_BIN="$dsh_bin" DSH_FAKE_MODEL="$fake_model" DSH_TEST_PYTHON="$test_python" node --test)
   (cd examples/typescript && npm ci --legacy-peer-deps --no-audit --no-fund --loglevel=error && DSH_BIN="$dsh_bin" node two_step.mjs)
 else
   echo "!! TypeScript interop tests SKIPPED: node and npm are not installed and could not be installed" \
