@@ -21,13 +21,15 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-/// Serves ACP on `input`/`output` until the client closes its input;
-/// then every session's server is shut down (running turns stop, MCP
-/// servers are killed, locks released).
+/// Serves ACP on `input`/`output` until the client closes its input or
+/// `stop` completes (a signal); then every session's server is shut down
+/// (running turns stop, commands and MCP servers are killed with their
+/// process groups, locks released).
 pub async fn serve(
     config: AcpConfig,
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
+    stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), AcpError> {
     let front = Arc::new(Front::new(config));
     let f = |front: &Arc<Front>| Arc::clone(front);
@@ -43,7 +45,7 @@ pub async fn serve(
         f(&front),
         f(&front),
     );
-    let served = Agent
+    let connection = Agent
         .v1()
         .name("dsh")
         .on_receive_request(
@@ -151,8 +153,11 @@ pub async fn serve(
             },
             on_receive_request!(),
         )
-        .connect_to(transport::lines(input, output, MAX_LINE_BYTES))
-        .await;
+        .connect_to(transport::lines(input, output, MAX_LINE_BYTES));
+    let served = tokio::select! {
+        served = connection => served,
+        () = stop => Ok(()),
+    };
     front.shutdown().await;
     served.map_err(|err| AcpError::Stopped(format!("the ACP connection failed: {}", err.message)))
 }

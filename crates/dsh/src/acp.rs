@@ -55,21 +55,27 @@ pub fn run(mut launch: Box<Launch>, args: AcpArgs) -> ExitCode {
             tracing::error!("cannot install signal handlers");
             return 1;
         };
-        let serving = dsh_acp::serve(
+        let interrupted = std::sync::atomic::AtomicBool::new(false);
+        let stop = async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => interrupted.store(true, std::sync::atomic::Ordering::Relaxed),
+            }
+        };
+        let served = dsh_acp::serve(
             config,
             tokio::fs::File::from_std(input),
             tokio::fs::File::from_std(output),
-        );
-        tokio::select! {
-            served = serving => match served {
-                Ok(()) => 0,
-                Err(err) => {
-                    tracing::error!("{err}");
-                    1
-                }
-            },
-            _ = term.recv() => 0,
-            _ = int.recv() => 130,
+            stop,
+        )
+        .await;
+        match served {
+            Err(err) => {
+                tracing::error!("{err}");
+                1
+            }
+            Ok(()) if interrupted.load(std::sync::atomic::Ordering::Relaxed) => 130,
+            Ok(()) => 0,
         }
     });
     // A blocking read of stdin may still be in flight; do not wait for it.
