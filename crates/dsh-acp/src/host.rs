@@ -12,7 +12,7 @@
 
 use crate::error::AcpError;
 use crate::options::Settings;
-use dsh_client::{ApprovalHandler, Client, Notification};
+use dsh_client::{ApprovalHandler, Client, ClientError, Notification};
 use dsh_protocol::FrameWriter;
 use dsh_protocol::methods::{EventsResult, INITIALIZE, SESSION_PROMPT};
 use dsh_server::{Server, ServerConfig, serve};
@@ -25,6 +25,34 @@ use tokio_util::io::SyncIoBridge;
 
 /// Bytes the in-memory pipe between the server and its client buffers.
 const PIPE_BYTES: usize = 1 << 16;
+
+/// How long a resume waits for a session's lock that a stopped server of
+/// this process is releasing.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How often it looks.
+const RELEASE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The end of the SDK server's message for a session another writer holds.
+const OWNED: &str = "is already owned by an active write handle";
+
+/// The end of the SDK server's message for a session of another workspace,
+/// which speaks of `initialize`.
+const OTHER_WORKSPACE: &str = "; initialize with that cwd to resume it";
+
+/// An SDK error in ACP's words: a session's workspace is the `cwd` of
+/// the request that opens it.
+fn acp_words(err: AcpError) -> AcpError {
+    match err {
+        AcpError::Runtime(message) if message.ends_with(OTHER_WORKSPACE) => {
+            let message = message
+                .trim_end_matches(OTHER_WORKSPACE)
+                .replace("but this runtime was initialized with", "not");
+            AcpError::InvalidParams(format!("{message}; open it with that cwd"))
+        }
+        other => other,
+    }
+}
 
 /// What a session's server is started with.
 pub struct HostSpec<'a> {
@@ -125,10 +153,24 @@ impl Host {
         Ok(())
     }
 
-    /// `session/resume`.
+    /// `session/resume`. A session closed an instant ago (a settings
+    /// change, `session/close` then `session/load`) may still be locked by
+    /// the server that had it while that server's agent winds down: the
+    /// resume is retried until the lock is free, for at most
+    /// [`RELEASE_WAIT`].
     pub async fn resume(&self, id: &str) -> Result<(), AcpError> {
-        self.client.resume(id).await?;
-        Ok(())
+        let deadline = tokio::time::Instant::now() + RELEASE_WAIT;
+        loop {
+            match self.client.resume(id).await {
+                Ok(_) => return Ok(()),
+                Err(ClientError::Rpc { message, .. })
+                    if message.ends_with(OWNED) && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(RELEASE_POLL).await;
+                }
+                Err(err) => return Err(acp_words(AcpError::from(err))),
+            }
+        }
     }
 
     /// A page of session `id`'s stored events after `after`.

@@ -11,7 +11,7 @@
 //! A `cancelled` outcome, an error answer or an answer that is not one of
 //! the options refuses the call: nothing but an allow runs it.
 
-use crate::tools;
+use crate::{tools, updates};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{RequestPermissionRequest, RequestPermissionResponse};
@@ -70,6 +70,13 @@ async fn ask(
         Ok(request) => request,
         Err(err) => return reject(&format!("cannot ask the client: {err}")),
     };
+    // The call waits for the client: `pending` until it is answered (sent
+    // before the request, on the same connection, so it is seen first). A
+    // subagent's call was never shown, so it gets no update.
+    if params.session_id == params.root_session_id {
+        let pending = updates::status_update(&params.call_id, "pending");
+        updates::send(connection, session_id, pending);
+    }
     let answer = connection.send_request(request).block_task().await;
     let chosen = match answer {
         Ok(response) => chosen_option(&response),

@@ -11,16 +11,15 @@ use crate::error::AcpError;
 use crate::host::{Host, HostSpec};
 use crate::options::Settings;
 use crate::permission::{Rejections, approver};
-use crate::updates::Translator;
+use crate::updates::{self, Translator};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::SessionNotification;
 use dsh_client::Notification;
 use dsh_protocol::catalog::{Event, SessionEvent, TurnEndReason};
 use dsh_protocol::methods::{SESSION_DELTA, SessionDeltaParams};
 use dsh_protocol::notifications::{SESSION_EVENT, SESSION_STATUS};
 use dsh_server::ServerConfig;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -243,14 +242,18 @@ impl AcpSession {
             .prompts
             .lock()
             .is_ok_and(|p| !p.started.is_empty() || !p.waiters.is_empty());
-        if wanted != running.settings && !busy {
+        if running.host.is_none() || (wanted != running.settings && !busy) {
             // New settings take a new server: the session is resumed in it.
+            // A server that could not be started is started again here.
             if let Some(old) = running.host.take() {
                 old.stop().await;
             }
             let (host, notifications) = self.start_host(&wanted, "session/prompt").await?;
-            if running.stored {
-                host.resume(&self.id).await?;
+            if running.stored
+                && let Err(err) = host.resume(&self.id).await
+            {
+                host.stop().await;
+                return Err(err);
             }
             self.forward(notifications, None);
             running.host = Some(host);
@@ -302,7 +305,7 @@ impl AcpSession {
 
     /// Sends one update to the client.
     pub fn send(&self, update: Value) {
-        send_update(&self.connection, &self.id, update);
+        updates::send(&self.connection, &self.id, update);
     }
 
     /// Starts the task that forwards a server's notifications; events up
@@ -333,14 +336,14 @@ impl AcpSession {
                         }
                         track_prompts(&prompts, &event);
                         for update in translator.event(&event) {
-                            send_update(&connection, &id, update);
+                            updates::send(&connection, &id, update);
                         }
                     }
                     SESSION_DELTA => {
                         if let Ok(delta) = serde_json::from_value::<SessionDeltaParams>(params)
                             && let Some(update) = translator.delta(&delta)
                         {
-                            send_update(&connection, &id, update);
+                            updates::send(&connection, &id, update);
                         }
                     }
                     SESSION_STATUS if params["status"] == "idle" => {
@@ -372,18 +375,5 @@ fn track_prompts(prompts: &Mutex<Prompts>, event: &SessionEvent) {
         if message.source["kind"] == "user" && !prompts.started.contains(&message.id) {
             prompts.started.push(message.id);
         }
-    }
-}
-
-/// Sends `update` as a `session/update` of session `id`.
-fn send_update(connection: &ConnectionTo<Client>, id: &str, update: Value) {
-    match serde_json::from_value::<SessionNotification>(json!({"sessionId": id, "update": update}))
-    {
-        Ok(notification) => {
-            if let Err(err) = connection.send_notification(notification) {
-                tracing::debug!("a session update was not sent: {err:?}");
-            }
-        }
-        Err(err) => tracing::warn!("a session update does not fit the ACP schema: {err}"),
     }
 }

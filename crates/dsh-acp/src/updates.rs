@@ -9,7 +9,10 @@
 //! user's prompts as `user_message_chunk`s.
 
 use crate::tools;
-use dsh_protocol::catalog::{Event, SessionEvent, TodoStatus, TurnEndReason};
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::SessionNotification;
+use dsh_protocol::catalog::{ApprovalOutcome, Event, SessionEvent, TodoStatus, TurnEndReason};
 use dsh_protocol::methods::{DeltaKind, SessionDeltaParams};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -38,6 +41,8 @@ pub struct Translator {
     outputs: HashMap<String, String>,
     /// How the last turn ended.
     last_end: Option<TurnEndReason>,
+    /// The call each pending approval is about.
+    approvals: HashMap<String, String>,
 }
 
 impl Translator {
@@ -60,6 +65,7 @@ impl Translator {
             streamed: HashSet::new(),
             outputs: HashMap::new(),
             last_end: None,
+            approvals: HashMap::new(),
         }
     }
 
@@ -150,12 +156,18 @@ impl Translator {
             Event::ToolCall(call) => {
                 let args = serde_json::from_str::<Value>(&call.arguments)
                     .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+                // A call asking for a wider sandbox waits for its approval
+                // (`pending`) unless a rule or the mode decides at once; the
+                // decision, or its result, moves it on.
+                let escalates = args["sandbox_permissions"]
+                    .as_str()
+                    .is_some_and(|m| !m.is_empty());
                 let mut update = json!({
                     "sessionUpdate": "tool_call",
                     "toolCallId": call.call_id,
                     "title": tools::title(&call.name, &args),
                     "kind": tools::kind(&call.name),
-                    "status": "in_progress",
+                    "status": if escalates { "pending" } else { "in_progress" },
                     "rawInput": args,
                 });
                 let locations = tools::locations(&call.name, &args, &self.cwd);
@@ -198,6 +210,21 @@ impl Translator {
                         }));
                     }
                 }
+                // A file `write` created has no hunks: all of it is new.
+                if diffs.is_none_or(Vec::is_empty)
+                    && !message.is_error
+                    && let Some(("write", args)) =
+                        call.as_ref().map(|(name, args)| (name.as_str(), args))
+                    && let (Some(path), Some(text)) =
+                        (args["file_path"].as_str(), args["content"].as_str())
+                {
+                    content.push(json!({
+                        "type": "diff",
+                        "path": tools::absolute(path, &self.cwd),
+                        "oldText": null,
+                        "newText": text,
+                    }));
+                }
                 let status = if message.is_error {
                     "failed"
                 } else {
@@ -228,12 +255,41 @@ impl Translator {
             Event::SessionTitle(title) => {
                 vec![json!({"sessionUpdate": "session_info_update", "title": title.title})]
             }
+            // A call waiting for an approval is `pending`; allowed, it runs.
+            Event::ApprovalAsked(asked) => {
+                self.approvals.insert(asked.id, asked.call_id.clone());
+                vec![status_update(&asked.call_id, "pending")]
+            }
+            Event::ApprovalDecided(decided) => match self.approvals.remove(&decided.id) {
+                Some(call) if decided.outcome == ApprovalOutcome::Approved => {
+                    vec![status_update(&call, "in_progress")]
+                }
+                _ => Vec::new(),
+            },
             Event::TurnEnd(end) => {
                 self.last_end = Some(end.reason);
                 Vec::new()
             }
             _ => Vec::new(),
         }
+    }
+}
+
+/// A tool call's new status.
+pub fn status_update(call: &str, status: &str) -> Value {
+    json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status})
+}
+
+/// Sends `update` as a `session/update` of session `id`.
+pub fn send(connection: &ConnectionTo<Client>, id: &str, update: Value) {
+    match serde_json::from_value::<SessionNotification>(json!({"sessionId": id, "update": update}))
+    {
+        Ok(notification) => {
+            if let Err(err) = connection.send_notification(notification) {
+                tracing::debug!("a session update was not sent: {err:?}");
+            }
+        }
+        Err(err) => tracing::warn!("a session update does not fit the ACP schema: {err}"),
     }
 }
 
