@@ -1172,8 +1172,10 @@ def test_an_image_reaches_an_image_model_inline(launch, fake):
 
 
 def test_embedded_resources_and_links_reach_the_model_as_text(launch, fake):
-    """An embedded text resource becomes text holding its URI and its text; a
-    resource_link becomes text naming its URI."""
+    """Text, an embedded text resource and a resource_link become one user
+    text, joined as the official profile joins text and links: the prompt,
+    the resource between `[resource uri=…]` and `[/resource]` lines, then
+    the `[resource_link name=… uri=…]` line."""
     uri = "file:///project/src/notes.md"
     body_text = f"RESOURCE-BODY-{uuid.uuid4().hex[:8]}"
     link = "file:///project/README.md"
@@ -1187,9 +1189,8 @@ def test_embedded_resources_and_links_reach_the_model_as_text(launch, fake):
                                       resource_link_block("README.md", link)) == "end_turn"
         [request] = provider_requests(server)
         texts = user_texts(request)
-        assert texts[0] == "Summarise these"
-        assert any(uri in t and body_text in t for t in texts), texts
-        assert any(link in t for t in texts), texts
+        assert texts[0] == (f'Summarise these\n[resource uri="{uri}"]\n{body_text}\n[/resource]\n'
+                            f'\n[resource_link name="README.md" uri="{link}"]\n'), texts
 
     run(body())
 

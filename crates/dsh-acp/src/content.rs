@@ -1,13 +1,13 @@
 //! ACP prompt content as the SDK protocol's content blocks.
 //!
-//! | ACP block | SDK block |
-//! |---|---|
-//! | `text` | `text` |
-//! | `image` | `image {data, mimeType}` (stored as an attachment by the server) |
-//! | `resource` with `text` | `text`: the URI, then the text |
-//! | `resource` with an image `blob` | `image` |
-//! | `resource_link` | `text` naming the link |
-//! | `audio`, other blobs | refused |
+//! As the official `acp` profile does, text is joined into one user text
+//! block: `text` blocks as they are, with no separator, and a
+//! `resource_link` as a line `[resource_link name="…" uri="…"]`. dsh also
+//! takes what the official profile refuses: an `image` (`data`,
+//! `mimeType`) becomes an SDK image block (stored as an attachment by the
+//! server), an embedded text `resource` joins the text between
+//! `[resource uri="…"]` and `[/resource]` lines, an embedded image blob is
+//! an image. `audio` and other binary resources are refused.
 
 use crate::error::AcpError;
 use serde_json::{Map, Value, json};
@@ -15,72 +15,100 @@ use serde_json::{Map, Value, json};
 /// The SDK blocks of an ACP prompt, or why it is refused.
 pub fn sdk_blocks(prompt: &[Value]) -> Result<Vec<Map<String, Value>>, AcpError> {
     if prompt.is_empty() {
-        return Err(AcpError::InvalidParams(
-            "session/prompt prompt must hold at least one content block".into(),
-        ));
+        return Err(AcpError::InvalidParams("empty prompt".into()));
     }
-    prompt
-        .iter()
-        .enumerate()
-        .map(|(index, block)| {
-            let block = sdk_block(block).map_err(|why| {
-                AcpError::InvalidParams(format!("session/prompt prompt[{index}]: {why}"))
-            })?;
-            match block {
-                Value::Object(block) => Ok(block),
-                _ => Err(AcpError::InvalidParams(format!(
-                    "session/prompt prompt[{index}] is not an object"
-                ))),
+    let mut blocks = Vec::new();
+    let mut text = String::new();
+    let flush = |text: &mut String, blocks: &mut Vec<Map<String, Value>>| {
+        if !text.is_empty() {
+            blocks.push(object(
+                json!({"type": "text", "text": std::mem::take(text)}),
+            ));
+        }
+    };
+    for block in prompt {
+        let field = |key: &str| block.get(key).and_then(Value::as_str);
+        match field("type") {
+            Some("text") => text.push_str(field("text").unwrap_or_default()),
+            Some("resource_link") => {
+                let uri = field("uri").unwrap_or_default();
+                let name = field("name").unwrap_or(uri);
+                text.push_str(&format!(
+                    "\n[resource_link name={} uri={}]\n",
+                    quoted(name),
+                    quoted(uri)
+                ));
             }
-        })
-        .collect()
+            Some("image") => {
+                flush(&mut text, &mut blocks);
+                blocks.push(image(field("data"), field("mimeType"))?);
+            }
+            Some("resource") => {
+                let resource = block.get("resource").unwrap_or(&Value::Null);
+                let inner = |key: &str| resource.get(key).and_then(Value::as_str);
+                let uri = inner("uri").unwrap_or_default();
+                match (inner("text"), inner("blob"), inner("mimeType")) {
+                    (Some(body), _, _) => {
+                        text.push_str(&format!(
+                            "\n[resource uri={}]\n{body}\n[/resource]\n",
+                            quoted(uri)
+                        ));
+                    }
+                    (None, Some(blob), Some(mime)) if mime.starts_with("image/") => {
+                        flush(&mut text, &mut blocks);
+                        blocks.push(image(Some(blob), Some(mime))?);
+                    }
+                    _ => {
+                        return Err(AcpError::InvalidParams(format!(
+                            "embedded resource {uri} is neither text nor an image"
+                        )));
+                    }
+                }
+            }
+            Some("audio") => {
+                return Err(AcpError::InvalidParams(
+                    "audio prompt content is not supported".into(),
+                ));
+            }
+            Some(other) => {
+                return Err(AcpError::InvalidParams(format!(
+                    "unknown prompt content type: {other}"
+                )));
+            }
+            None => {
+                return Err(AcpError::InvalidParams(
+                    "prompt content needs a string type".into(),
+                ));
+            }
+        }
+    }
+    flush(&mut text, &mut blocks);
+    if blocks.is_empty() {
+        return Err(AcpError::InvalidParams("empty prompt".into()));
+    }
+    Ok(blocks)
 }
 
-fn sdk_block(block: &Value) -> Result<Value, String> {
-    let text = |key: &str| block.get(key).and_then(Value::as_str);
-    match text("type") {
-        Some("text") => Ok(json!({"type": "text", "text": text("text").unwrap_or_default()})),
-        Some("image") => image(text("data"), text("mimeType")),
-        Some("resource") => {
-            let resource = block.get("resource").unwrap_or(&Value::Null);
-            let field = |key: &str| resource.get(key).and_then(Value::as_str);
-            let uri = field("uri").unwrap_or("(no uri)");
-            match (field("text"), field("blob")) {
-                (Some(body), _) => {
-                    Ok(json!({"type": "text", "text": format!("Resource {uri}:\n{body}")}))
-                }
-                (None, Some(blob))
-                    if field("mimeType").is_some_and(|m| m.starts_with("image/")) =>
-                {
-                    image(Some(blob), field("mimeType"))
-                }
-                (None, Some(_)) => Err(format!(
-                    "the embedded resource {uri} is binary and not an image; only text and image resources are accepted"
-                )),
-                (None, None) => Err("an embedded resource needs `text` or `blob`".into()),
-            }
-        }
-        Some("resource_link") => {
-            let uri = text("uri").unwrap_or_default();
-            let name = text("name").unwrap_or(uri);
-            let mut line = format!("Linked resource \"{name}\": {uri}");
-            if let Some(description) = text("description") {
-                line.push_str(&format!(" ({description})"));
-            }
-            Ok(json!({"type": "text", "text": line}))
-        }
-        Some("audio") => {
-            Err("audio prompts are not supported (promptCapabilities.audio is false)".into())
-        }
-        Some(other) => Err(format!("unknown content block type \"{other}\"")),
-        None => Err("a content block needs a string `type`".into()),
-    }
+/// `text` as a JSON string (quotes and escapes).
+fn quoted(text: &str) -> String {
+    Value::String(text.to_owned()).to_string()
 }
 
-fn image(data: Option<&str>, mime: Option<&str>) -> Result<Value, String> {
+fn image(data: Option<&str>, mime: Option<&str>) -> Result<Map<String, Value>, AcpError> {
     match (data, mime) {
-        (Some(data), Some(mime)) => Ok(json!({"type": "image", "data": data, "mimeType": mime})),
-        _ => Err("an image needs `data` (base64) and `mimeType`".into()),
+        (Some(data), Some(mime)) => Ok(object(
+            json!({"type": "image", "data": data, "mimeType": mime}),
+        )),
+        _ => Err(AcpError::InvalidParams(
+            "an image needs data and mimeType".into(),
+        )),
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
     }
 }
 
@@ -88,38 +116,59 @@ fn image(data: Option<&str>, mime: Option<&str>) -> Result<Value, String> {
 mod tests {
     use super::*;
 
+    fn one_text(prompt: &[Value]) -> String {
+        let blocks = sdk_blocks(prompt).unwrap();
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        blocks[0]["text"].as_str().unwrap().to_owned()
+    }
+
     #[test]
-    fn every_accepted_block_maps() {
+    fn text_and_links_join_as_the_official_profile_joins_them() {
+        assert_eq!(
+            one_text(&[
+                json!({"type": "text", "text": "a"}),
+                json!({"type": "text", "text": "b"})
+            ]),
+            "ab"
+        );
+        let link = [
+            json!({"type": "text", "text": "link"}),
+            json!({"type": "resource_link", "uri": "file:///x/b.txt", "name": "b.txt"}),
+        ];
+        assert_eq!(
+            one_text(&link),
+            "link\n[resource_link name=\"b.txt\" uri=\"file:///x/b.txt\"]\n"
+        );
+    }
+
+    #[test]
+    fn images_and_embedded_resources_are_taken() {
         let prompt = [
-            json!({"type": "text", "text": "hi"}),
-            json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+            json!({"type": "text", "text": "see"}),
             json!({"type": "resource", "resource": {"uri": "file:///a.rs", "text": "fn main() {}"}}),
+            json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
             json!({"type": "resource", "resource": {"uri": "file:///p.png", "blob": "AAAA", "mimeType": "image/png"}}),
-            json!({"type": "resource_link", "uri": "file:///b.md", "name": "b.md"}),
         ];
         let blocks = sdk_blocks(&prompt).unwrap();
         assert_eq!(
-            Value::Object(blocks[0].clone()),
-            json!({"type": "text", "text": "hi"})
+            blocks[0]["text"],
+            "see\n[resource uri=\"file:///a.rs\"]\nfn main() {}\n[/resource]\n"
         );
         assert_eq!(blocks[1]["mimeType"], "image/png");
-        assert_eq!(blocks[2]["text"], "Resource file:///a.rs:\nfn main() {}");
-        assert_eq!(blocks[3]["type"], "image");
-        assert_eq!(blocks[4]["text"], "Linked resource \"b.md\": file:///b.md");
+        assert_eq!(blocks[2]["type"], "image");
     }
 
     #[test]
     fn audio_binary_and_empty_prompts_are_refused() {
         let audio = [json!({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"})];
-        let err = sdk_blocks(&audio).unwrap_err().to_string();
-        assert!(
-            err.starts_with("session/prompt prompt[0]: audio prompts"),
-            "{err}"
+        assert_eq!(
+            sdk_blocks(&audio).unwrap_err().to_string(),
+            "audio prompt content is not supported"
         );
         let blob = [
             json!({"type": "resource", "resource": {"uri": "x:/z", "blob": "AA", "mimeType": "application/zip"}}),
         ];
         assert!(sdk_blocks(&blob).is_err());
-        assert!(sdk_blocks(&[]).is_err());
+        assert_eq!(sdk_blocks(&[]).unwrap_err().to_string(), "empty prompt");
     }
 }

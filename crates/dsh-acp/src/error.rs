@@ -17,19 +17,26 @@ pub enum AcpError {
     /// The SDK server refused the request: its message as is (`-32603`).
     #[error("{0}")]
     Runtime(String),
+    /// The turn a prompt started failed: the model's error (`-32603`).
+    #[error("turn failed: {0}")]
+    TurnFailed(String),
     /// The in-process SDK server could not be started or stopped answering.
     #[error("the runtime stopped: {0}")]
     Stopped(String),
 }
 
 impl AcpError {
-    /// The JSON-RPC error the client gets.
+    /// The JSON-RPC error the client gets, worded as the official `acp`
+    /// profile words its errors (`Invalid params: …`, `Internal error: …`).
     pub fn to_wire(&self) -> WireError {
-        let code = match self {
-            Self::InvalidParams(_) | Self::UnknownSession(_) => ErrorCode::INVALID_PARAMS,
-            Self::Runtime(_) | Self::Stopped(_) => ErrorCode::INTERNAL_ERROR,
-        };
-        WireError::new(code, self.to_string())
+        match self {
+            Self::InvalidParams(_) | Self::UnknownSession(_) => {
+                WireError::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {self}"))
+            }
+            Self::Runtime(_) | Self::TurnFailed(_) | Self::Stopped(_) => {
+                WireError::new(ErrorCode::INTERNAL_ERROR, format!("Internal error: {self}"))
+            }
+        }
     }
 }
 

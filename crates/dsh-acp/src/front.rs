@@ -2,6 +2,7 @@
 //! sessions of this connection.
 
 use crate::content::sdk_blocks;
+use crate::editor::FsCapabilities;
 use crate::error::AcpError;
 use crate::host::{Host, HostSpec};
 use crate::mcp_servers::sdk_servers;
@@ -42,6 +43,8 @@ pub struct Front {
     /// A server for requests on no session (`session/list`), started on
     /// first need.
     lobby: tokio::sync::Mutex<Option<Host>>,
+    /// The file capabilities the client declared.
+    fs: Mutex<FsCapabilities>,
 }
 
 impl Front {
@@ -57,12 +60,17 @@ impl Front {
             },
             sessions: Mutex::default(),
             lobby: tokio::sync::Mutex::default(),
+            fs: Mutex::default(),
         }
     }
 
-    /// The `initialize` result.
-    pub fn initialize(&self, requested: &Value) -> Value {
-        let version = requested
+    /// The `initialize` result; notes the client's `fs` capabilities for
+    /// the sessions opened afterwards.
+    pub fn initialize(&self, params: &Value) -> Value {
+        if let Ok(mut fs) = self.fs.lock() {
+            *fs = FsCapabilities::of(params);
+        }
+        let version = params["protocolVersion"]
             .as_u64()
             .unwrap_or(PROTOCOL_VERSION)
             .min(PROTOCOL_VERSION);
@@ -101,7 +109,7 @@ impl Front {
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let mcp_servers = sdk_servers(method, servers)?;
+        let mcp_servers = sdk_servers(servers)?;
         let (id, new) = match open {
             Open::New => (uuid::Uuid::new_v4().to_string(), true),
             _ => {
@@ -114,28 +122,25 @@ impl Front {
                 (id.to_owned(), false)
             }
         };
-        if !new && let Ok(open_session) = self.session(&id) {
-            // Already open here: resuming is a no-op, loading replays it.
-            if open_session.cwd() != cwd {
-                return Err(AcpError::InvalidParams(format!(
-                    "session {id} is open in {} here, not {}",
-                    open_session.cwd().display(),
-                    cwd.display()
-                )));
-            }
-            if matches!(open, Open::Load) {
-                return Err(AcpError::InvalidParams(format!(
-                    "session {id} is open on this connection; close it before loading it"
-                )));
-            }
-            return Ok(describe(None, &open_session.settings()));
+        if !new && self.session(&id).is_ok() {
+            return Err(AcpError::InvalidParams(format!(
+                "session is already active: {id}"
+            )));
         }
-        let settings = self.defaults.clone();
+        // A stored session goes on with the route it last ran with.
+        let settings = match open {
+            Open::New => self.defaults.clone(),
+            Open::Resume | Open::Load => self
+                .stored_settings(&id)
+                .await
+                .unwrap_or_else(|| self.defaults.clone()),
+        };
         let spec = SessionSpec {
             id: id.clone(),
             cwd,
             settings: settings.clone(),
             mcp_servers,
+            fs: self.fs.lock().map(|fs| *fs).unwrap_or_default(),
         };
         let session =
             AcpSession::open(spec, Arc::clone(&self.base), connection, open, method).await?;
@@ -154,7 +159,7 @@ impl Front {
         let blocks = sdk_blocks(prompt)?;
         match session.prompt(blocks).await? {
             Outcome::Stopped(reason) => Ok(json!({"stopReason": reason})),
-            Outcome::Failed(message) => Err(AcpError::Runtime(message)),
+            Outcome::Failed(message) => Err(AcpError::TurnFailed(message)),
         }
     }
 
@@ -219,31 +224,7 @@ impl Front {
             limit: None,
             query: None,
         };
-        let mut lobby = self.lobby.lock().await;
-        if lobby.is_none() {
-            let settings = Settings {
-                provider: "scripted".into(),
-                model: "echo".into(),
-                ..self.defaults.clone()
-            };
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-            let spec = HostSpec {
-                cwd: &cwd,
-                settings: &settings,
-                mcp_servers: &[],
-                method: "session/list",
-            };
-            let refuse: dsh_client::ApprovalHandler = Arc::new(|_| {
-                Box::pin(async {
-                    dsh_protocol::methods::ApprovalResponse {
-                        decision: dsh_protocol::methods::ApprovalDecision::Reject,
-                        message: None,
-                    }
-                })
-            });
-            let (host, _notifications) = Host::start(&self.base, spec, refuse).await?;
-            *lobby = Some(host);
-        }
+        let lobby = self.lobby().await?;
         let host = lobby
             .as_ref()
             .ok_or_else(|| AcpError::Stopped("no session server".into()))?;
@@ -269,6 +250,66 @@ impl Front {
             result["nextCursor"] = json!(cursor);
         }
         Ok(result)
+    }
+
+    /// The server for requests on no open session, started on first need.
+    async fn lobby(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Host>>, AcpError> {
+        let mut lobby = self.lobby.lock().await;
+        if lobby.is_none() {
+            let settings = Settings {
+                provider: "scripted".into(),
+                model: "echo".into(),
+                ..self.defaults.clone()
+            };
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+            let spec = HostSpec {
+                cwd: &cwd,
+                settings: &settings,
+                mcp_servers: &[],
+                method: "session/list",
+                editor: None,
+            };
+            let refuse: dsh_client::ApprovalHandler = Arc::new(|_| {
+                Box::pin(async {
+                    dsh_protocol::methods::ApprovalResponse {
+                        decision: dsh_protocol::methods::ApprovalDecision::Reject,
+                        message: None,
+                    }
+                })
+            });
+            let (host, _notifications) = Host::start(&self.base, spec, refuse).await?;
+            *lobby = Some(host);
+        }
+        Ok(lobby)
+    }
+
+    /// The route stored session `id` last ran with (its last
+    /// `request/header`), read without opening it; the mode stays the
+    /// default. `None` when it cannot be read or never ran a step.
+    async fn stored_settings(&self, id: &str) -> Option<Settings> {
+        let lobby = self.lobby().await.ok()?;
+        let host = lobby.as_ref()?;
+        let mut config = None;
+        let mut after = None;
+        loop {
+            let page = host.events(id, after).await.ok()?;
+            for event in &page.events {
+                if event.kind == "request/header" {
+                    config = Some(event.data["header"]["config"].clone());
+                }
+                after = Some(event.seq);
+            }
+            if !page.more || page.events.is_empty() {
+                break;
+            }
+        }
+        let config = config?;
+        Some(Settings {
+            provider: config["provider"].as_str()?.to_owned(),
+            model: config["model"].as_str()?.to_owned(),
+            effort: config["reasoningEffort"].as_str().map(str::to_owned),
+            ..self.defaults.clone()
+        })
     }
 
     /// Stops every session's server (end of the connection).
@@ -311,12 +352,12 @@ fn workspace(method: &str, params: &Value) -> Result<PathBuf, AcpError> {
     let path = PathBuf::from(cwd);
     if !path.is_absolute() {
         return Err(AcpError::InvalidParams(format!(
-            "{method} cwd must be an absolute path, got \"{cwd}\""
+            "cwd must be an absolute path: {cwd}"
         )));
     }
     if !path.is_dir() {
         return Err(AcpError::InvalidParams(format!(
-            "{method} cwd is not a directory: {cwd}"
+            "cwd is not a directory: {cwd}"
         )));
     }
     Ok(path)

@@ -40,15 +40,21 @@ const OWNED: &str = "is already owned by an active write handle";
 /// which speaks of `initialize`.
 const OTHER_WORKSPACE: &str = "; initialize with that cwd to resume it";
 
-/// An SDK error in ACP's words: a session's workspace is the `cwd` of
-/// the request that opens it.
-fn acp_words(err: AcpError) -> AcpError {
+/// An SDK error of `session/resume` in the official `acp` profile's
+/// words: a session of another workspace does not match the `cwd` asked
+/// for; a session that is not stored is not resumable.
+fn acp_words(id: &str, err: AcpError) -> AcpError {
     match err {
         AcpError::Runtime(message) if message.ends_with(OTHER_WORKSPACE) => {
-            let message = message
+            let asked = message
                 .trim_end_matches(OTHER_WORKSPACE)
-                .replace("but this runtime was initialized with", "not");
-            AcpError::InvalidParams(format!("{message}; open it with that cwd"))
+                .rsplit_once("initialized with ")
+                .map_or("", |(_, cwd)| cwd)
+                .to_owned();
+            AcpError::InvalidParams(format!("session cwd does not match: {asked}"))
+        }
+        AcpError::Runtime(message) if message == format!("session \"{id}\" not found") => {
+            AcpError::InvalidParams(format!("session is not resumable: {id}"))
         }
         other => other,
     }
@@ -64,6 +70,8 @@ pub struct HostSpec<'a> {
     pub mcp_servers: &'a [Value],
     /// The method the servers came with, for error messages.
     pub method: &'a str,
+    /// The client's editor that file tools go through, if any.
+    pub editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
 }
 
 /// A running in-process SDK server and the client driving it.
@@ -83,6 +91,7 @@ impl Host {
     ) -> Result<(Self, mpsc::UnboundedReceiver<Notification>), AcpError> {
         let mut config = base.clone();
         config.profile = Arc::new(base.profile.with_mode(spec.settings.mode));
+        config.editor = spec.editor.clone();
         let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
         let (requests, frames) = tokio::io::split(theirs);
         // The writer thread ends once the server's last handle on it is
@@ -168,7 +177,7 @@ impl Host {
                 {
                     tokio::time::sleep(RELEASE_POLL).await;
                 }
-                Err(err) => return Err(acp_words(AcpError::from(err))),
+                Err(err) => return Err(acp_words(id, AcpError::from(err))),
             }
         }
     }

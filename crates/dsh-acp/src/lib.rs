@@ -23,13 +23,15 @@
 //! 1. `error`, `transport`, `content`, `mcp_servers`, `options`, `tools` —
 //!    the error type; the bounded line transport; prompt content, MCP
 //!    servers and settings in their SDK form; how tools show
-//! 2. `updates`, `permission`, `host` — notifications as session updates;
-//!    approvals as permission requests; one session's in-process server
+//! 2. `updates`, `permission`, `host`, `editor` — notifications as session
+//!    updates; approvals as permission requests; one session's in-process
+//!    server; the client's editor as the file tools' source and sink
 //! 3. `session` — one ACP session
 //! 4. `front` — every method, over the connection's sessions
 //! 5. `serve` — the connection
 
 mod content;
+mod editor;
 mod error;
 mod front;
 mod host;

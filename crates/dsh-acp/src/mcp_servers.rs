@@ -4,26 +4,52 @@
 //! ACP stdio servers `{name, command, args, env: [{name, value}]}` and
 //! HTTP servers `{type: "http", name, url, headers: [{name, value}]}` map
 //! field for field; SSE servers are refused (the client was told
-//! `mcpCapabilities.sse: false`). The SDK server validates the result, and
-//! its message names the field (`mcpServers[0].url: …`).
+//! `mcpCapabilities.sse: false`) in the official profile's words. The SDK
+//! server validates the result, and its message names the field
+//! (`mcpServers[0].url: …`).
 
 use crate::error::AcpError;
 use serde_json::{Map, Value, json};
 
-/// The SDK form of `servers`; `method` names the request in errors.
-pub fn sdk_servers(method: &str, servers: &[Value]) -> Result<Vec<Value>, AcpError> {
+/// The SDK form of `servers`.
+pub fn sdk_servers(servers: &[Value]) -> Result<Vec<Value>, AcpError> {
     servers
         .iter()
         .enumerate()
         .map(|(index, server)| {
-            sdk_server(server).map_err(|why| {
-                AcpError::InvalidParams(format!("{method} mcpServers[{index}]: {why}"))
+            sdk_server(server).map_err(|why| match why {
+                Refused::Sse => AcpError::InvalidParams(format!(
+                    "mcpServers[{index}] transport sse is not supported"
+                )),
+                Refused::Other(why) => {
+                    AcpError::InvalidParams(format!("mcpServers[{index}]: {why}"))
+                }
             })
         })
         .collect()
 }
 
-fn sdk_server(server: &Value) -> Result<Value, String> {
+/// Why a server is refused.
+enum Refused {
+    /// It uses the SSE transport.
+    Sse,
+    /// Anything else.
+    Other(String),
+}
+
+impl From<&str> for Refused {
+    fn from(why: &str) -> Self {
+        Self::Other(why.to_owned())
+    }
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Self {
+        Self::Other(why)
+    }
+}
+
+fn sdk_server(server: &Value) -> Result<Value, Refused> {
     let name = server
         .get("name")
         .and_then(Value::as_str)
@@ -46,10 +72,8 @@ fn sdk_server(server: &Value) -> Result<Value, String> {
             let headers = pairs(server.get("headers"), "headers")?;
             Ok(json!({"name": name, "url": url, "headers": headers}))
         }
-        Some("sse") => Err(format!(
-            "server \"{name}\" uses the SSE transport, which dsh does not offer (mcpCapabilities.sse is false); use stdio or streamable HTTP"
-        )),
-        Some(other) => Err(format!("unknown MCP transport \"{other}\"")),
+        Some("sse") => Err(Refused::Sse),
+        Some(other) => Err(format!("unknown MCP transport \"{other}\"").into()),
     }
 }
 
@@ -88,7 +112,7 @@ mod tests {
             json!({"name": "fs", "command": "python3", "args": ["s.py"], "env": [{"name": "A", "value": "1"}]}),
             json!({"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": [{"name": "X", "value": "y"}]}),
         ];
-        let sdk = sdk_servers("session/new", &servers).unwrap();
+        let sdk = sdk_servers(&servers).unwrap();
         assert_eq!(
             sdk[0],
             json!({"name": "fs", "command": "python3", "args": ["s.py"], "env": {"A": "1"}})
@@ -99,10 +123,7 @@ mod tests {
         );
         let sse =
             [json!({"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []})];
-        let err = sdk_servers("session/new", &sse).unwrap_err().to_string();
-        assert!(
-            err.starts_with("session/new mcpServers[0]: server \"old\" uses the SSE"),
-            "{err}"
-        );
+        let err = sdk_servers(&sse).unwrap_err().to_string();
+        assert_eq!(err, "mcpServers[0] transport sse is not supported");
     }
 }

@@ -6,10 +6,11 @@ use crate::error::AcpError;
 use dsh_agent::PermissionMode;
 use serde_json::{Value, json};
 
-/// The DeepSeek models offered in the `model` option: id, display name,
-/// description.
-const DEEPSEEK_MODELS: [(&str, &str, Option<&str>); 3] = [
-    ("deepseek-v4-flash", "deepseek-v4-flash", None),
+/// The DeepSeek models of the `model` option's catalogue: id, display
+/// name, description. As in the official profile, the route's own model
+/// is listed first when the catalogue does not hold it (the default
+/// `deepseek-v4-flash` among them), under its id.
+const DEEPSEEK_MODELS: [(&str, &str, Option<&str>); 2] = [
     ("deepseek-flash", "DeepSeek-V4.1-Flash", None),
     (
         "deepseek-v4-pro",
@@ -61,12 +62,10 @@ impl Settings {
     /// The `configOptions` of a session with these settings.
     pub fn config_options(&self) -> Vec<Value> {
         let current = model_value(&self.provider, &self.model);
-        let mut groups = Vec::new();
-        let mut listed = false;
-        let deepseek: Vec<Value> = DEEPSEEK_MODELS
+        let deepseek = self.provider == "deepseek-official";
+        let mut catalogue: Vec<Value> = DEEPSEEK_MODELS
             .iter()
             .map(|(id, name, description)| {
-                listed |= self.provider == "deepseek-official" && self.model == *id;
                 let mut option =
                     json!({"value": model_value("deepseek-official", id), "name": name});
                 if let Some(description) = description {
@@ -75,13 +74,15 @@ impl Settings {
                 option
             })
             .collect();
-        groups.push(json!({"group": "deepseek-official", "name": "DeepSeek", "options": deepseek}));
-        if !listed {
-            groups.push(json!({
-                "group": self.provider,
-                "name": self.provider,
-                "options": [{"value": current, "name": self.model}],
-            }));
+        let own = json!({"value": current, "name": self.model});
+        let listed = catalogue.iter().any(|option| option["value"] == current);
+        if deepseek && !listed {
+            catalogue.insert(0, own.clone());
+        }
+        let mut groups =
+            vec![json!({"group": "deepseek-official", "name": "DeepSeek", "options": catalogue})];
+        if !deepseek {
+            groups.push(json!({"group": self.provider, "name": self.provider, "options": [own]}));
         }
         let efforts: Vec<Value> = EFFORTS
             .iter()
@@ -115,12 +116,19 @@ impl Settings {
                 let pair: Option<(String, String)> = serde_json::from_str(text).ok();
                 match pair {
                     Some((provider, model)) if offered => {
+                        // Another model starts at its default effort, as in
+                        // the official profile.
+                        if (provider.as_str(), model.as_str())
+                            != (self.provider.as_str(), self.model.as_str())
+                        {
+                            next.effort = None;
+                        }
                         next.provider = provider;
                         next.model = model;
                     }
                     _ => {
                         return Err(AcpError::InvalidParams(format!(
-                            "session/set_config_option: \"{text}\" is not a value of \"{MODEL}\""
+                            "unknown model option: {text}"
                         )));
                     }
                 }
@@ -128,14 +136,15 @@ impl Settings {
             REASONING_EFFORT => {
                 if !EFFORTS.iter().any(|(effort, _, _)| *effort == text) {
                     return Err(AcpError::InvalidParams(format!(
-                        "session/set_config_option: \"{text}\" is not a value of \"{REASONING_EFFORT}\" (off, low, high, max)"
+                        "unknown reasoning effort for {}/{}: {text}",
+                        self.provider, self.model
                     )));
                 }
                 next.effort = Some(text.to_owned());
             }
             other => {
                 return Err(AcpError::InvalidParams(format!(
-                    "session/set_config_option: unknown config option \"{other}\" (model, reasoning_effort)"
+                    "unknown session config option: {other}"
                 )));
             }
         }
@@ -156,7 +165,7 @@ impl Settings {
 pub fn parse_mode(id: &str) -> Result<PermissionMode, AcpError> {
     id.parse().map_err(|_| {
         AcpError::InvalidParams(format!(
-            "session/set_mode: unknown mode \"{id}\" (read-only, workspace-write, danger-full-access)"
+            "unknown mode: {id} (read-only, workspace-write, danger-full-access)"
         ))
     })
 }
@@ -208,7 +217,20 @@ mod tests {
             options[0]["currentValue"],
             r#"["deepseek-official","deepseek-v4-flash"]"#
         );
-        assert_eq!(options[0]["options"].as_array().unwrap().len(), 1);
+        let group = &options[0]["options"][0]["options"];
+        assert_eq!(group.as_array().unwrap().len(), 3);
+        assert_eq!(group[0]["name"], "deepseek-v4-flash");
+        // Off the default, the default is no longer offered.
+        let pro = settings()
+            .with_option(MODEL, &json!(r#"["deepseek-official","deepseek-v4-pro"]"#))
+            .unwrap();
+        assert_eq!(
+            pro.config_options()[0]["options"][0]["options"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
         assert_eq!(options[1]["currentValue"], "high");
         let scripted = Settings {
             provider: "scripted".into(),

@@ -11,7 +11,8 @@
 //! A `cancelled` outcome, an error answer or an answer that is not one of
 //! the options refuses the call: nothing but an allow runs it.
 
-use crate::{tools, updates};
+use crate::tools;
+use crate::updates::{self, Announced};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{RequestPermissionRequest, RequestPermissionResponse};
@@ -28,6 +29,55 @@ type Access = (String, String);
 #[derive(Default)]
 pub struct Rejections(Mutex<HashSet<Access>>);
 
+/// The approvals whose `approval/asked` event the session's update task
+/// has passed on. The SDK server records that event before it sends
+/// `approval/request`, but the two reach this front end on different
+/// paths (the event through the ordered update task, the request on a
+/// task of its own): a permission request waits for its event, so every
+/// update before it (the calls of earlier steps) reaches the client first.
+#[derive(Default)]
+pub struct AskedGate {
+    seen: Mutex<HashSet<String>>,
+    passed: tokio::sync::Notify,
+}
+
+/// Approvals remembered at most.
+const GATE_MAX: usize = 4096;
+
+/// How long a permission request waits for its event (a subagent's never
+/// comes through the session's update task).
+const GATE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl AskedGate {
+    /// Notes that approval `id`'s event was passed on.
+    pub fn pass(&self, id: String) {
+        if let Ok(mut seen) = self.seen.lock() {
+            // Approvals decided without the client (rules, grants) are
+            // never waited for; the set stays bounded.
+            if seen.len() >= GATE_MAX {
+                seen.clear();
+            }
+            seen.insert(id);
+        }
+        self.passed.notify_waiters();
+    }
+
+    /// Waits until approval `id`'s event was passed on, at most
+    /// [`GATE_WAIT`].
+    async fn wait(&self, id: &str) {
+        let deadline = tokio::time::Instant::now() + GATE_WAIT;
+        loop {
+            let passed = self.passed.notified();
+            if self.seen.lock().is_ok_and(|mut seen| seen.remove(id)) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, passed).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
 /// The options offered: id, name, kind.
 const OPTIONS: [(&str, &str, &str); 4] = [
     ("allow-once", "Allow once", "allow_once"),
@@ -37,25 +87,50 @@ const OPTIONS: [(&str, &str, &str); 4] = [
 ];
 
 /// An approval handler asking the client of ACP session `session_id`.
+/// `announced` holds the calls already shown to the client.
 pub fn approver(
     connection: ConnectionTo<Client>,
     session_id: String,
     rejections: Arc<Rejections>,
+    announced: Announced,
+    gate: Arc<AskedGate>,
 ) -> ApprovalHandler {
     Arc::new(move |params: ApprovalRequestParams| {
         let connection = connection.clone();
         let session_id = session_id.clone();
         let rejections = Arc::clone(&rejections);
-        Box::pin(async move { ask(&connection, &session_id, &rejections, params).await })
+        let announced = Arc::clone(&announced);
+        let gate = Arc::clone(&gate);
+        Box::pin(async move {
+            if params.session_id == params.root_session_id {
+                gate.wait(&params.approval_id).await;
+            }
+            let asked = Asked {
+                connection: &connection,
+                session_id: &session_id,
+                rejections: &rejections,
+                announced: &announced,
+            };
+            ask(&asked, params).await
+        })
     })
 }
 
-async fn ask(
-    connection: &ConnectionTo<Client>,
-    session_id: &str,
-    rejections: &Rejections,
-    params: ApprovalRequestParams,
-) -> ApprovalResponse {
+/// What a permission request is sent with.
+struct Asked<'a> {
+    connection: &'a ConnectionTo<Client>,
+    session_id: &'a str,
+    rejections: &'a Rejections,
+    announced: &'a Announced,
+}
+
+async fn ask(asked: &Asked<'_>, params: ApprovalRequestParams) -> ApprovalResponse {
+    let Asked {
+        connection,
+        session_id,
+        rejections,
+        announced,
+    } = *asked;
     let access: Access = (
         params.tool_name.clone(),
         params.arguments["sandbox_permissions"]
@@ -70,12 +145,27 @@ async fn ask(
         Ok(request) => request,
         Err(err) => return reject(&format!("cannot ask the client: {err}")),
     };
-    // The call waits for the client: `pending` until it is answered (sent
-    // before the request, on the same connection, so it is seen first). A
-    // subagent's call was never shown, so it gets no update.
+    // The call waits for the client: `pending` until it is answered, shown
+    // before the request on the same connection (so it is seen first): a
+    // `tool_call` if its event has not shown it yet, else an update. A
+    // subagent's call is not shown in the session.
     if params.session_id == params.root_session_id {
-        let pending = updates::status_update(&params.call_id, "pending");
-        updates::send(connection, session_id, pending);
+        let first = announced
+            .lock()
+            .is_ok_and(|mut set| set.insert(params.call_id.clone()));
+        let update = if first {
+            json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": params.call_id,
+                "title": tools::title(&params.tool_name, &params.arguments),
+                "kind": tools::kind(&params.tool_name),
+                "status": "pending",
+                "rawInput": params.arguments,
+            })
+        } else {
+            updates::status_update(&params.call_id, "pending")
+        };
+        updates::send(connection, session_id, update);
     }
     let answer = connection.send_request(request).block_task().await;
     let chosen = match answer {

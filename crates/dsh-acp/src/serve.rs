@@ -9,12 +9,15 @@ use crate::error::AcpError;
 use crate::front::{AcpConfig, Front};
 use crate::session::Open;
 use crate::transport::{self, MAX_LINE_BYTES};
+use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest,
+    AuthenticateRequest, CancelNotification, CloseSessionRequest, ListSessionsRequest,
     LoadSessionRequest, NewSessionRequest, PromptRequest, ResumeSessionRequest,
     SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
-use agent_client_protocol::{Agent, on_receive_notification, on_receive_request};
+use agent_client_protocol::{
+    Agent, Handled, UntypedMessage, on_receive_notification, on_receive_request,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -48,11 +51,39 @@ pub async fn serve(
     let connection = Agent
         .v1()
         .name("dsh")
+        // `initialize` is answered by a handler of any method that claims
+        // only it: with no typed `initialize` handler the library does not
+        // refuse requests that come before initialization completes (as
+        // the official profile serves `session/new` without, or pipelined
+        // behind, an `initialize`), and the result is sent as written.
         .on_receive_request(
-            async move |request: InitializeRequest, responder, _cx| {
-                let requested =
-                    serde_json::to_value(request.protocol_version).unwrap_or(Value::Null);
-                responder.respond_with_result(typed(initialize.initialize(&requested)))
+            async move |request: UntypedMessage, responder: Responder<Value>, _cx| {
+                // `session/list` takes params, if only `{}` (as the official
+                // profile, which refuses it without).
+                if request.method() == "session/list" && request.params().is_null() {
+                    let error = agent_client_protocol::Error::new(
+                        agent_client_protocol::ErrorCode::INVALID_PARAMS,
+                        "Invalid params",
+                    );
+                    responder.respond_with_error(error)?;
+                    return Ok(Handled::Yes);
+                }
+                if request.method() != "initialize" {
+                    return Ok(Handled::No {
+                        message: (request, responder),
+                        retry: false,
+                    });
+                }
+                responder.respond(initialize.initialize(request.params()))?;
+                Ok(Handled::Yes)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            // No authentication methods are offered; as the official
+            // profile, `authenticate` is answered with nothing to do.
+            async move |_request: AuthenticateRequest, responder, _cx| {
+                responder.respond_with_result(typed(serde_json::json!({})))
             },
             on_receive_request!(),
         )
@@ -150,6 +181,19 @@ pub async fn serve(
         .on_receive_request(
             async move |request: SetSessionModeRequest, responder, _cx| {
                 responder.respond_with_result(answer(mode.set_mode(&params(&request))))
+            },
+            on_receive_request!(),
+        )
+        // Last: any other request, in the official profile's words.
+        .on_receive_request(
+            async move |request: UntypedMessage, responder: Responder<Value>, _cx| {
+                let method = request.method().to_owned();
+                let error = agent_client_protocol::Error::new(
+                    agent_client_protocol::ErrorCode::METHOD_NOT_FOUND,
+                    format!("\"Method not found\": {method}"),
+                )
+                .data(serde_json::json!({"method": method}));
+                responder.respond_with_error(error)
             },
             on_receive_request!(),
         )

@@ -7,11 +7,12 @@
 //! agent's inbox, runs turns until nothing is left, then reports `idle`.
 //! The stop reason is how the last of those turns ended.
 
+use crate::editor::{ClientFiles, FsCapabilities};
 use crate::error::AcpError;
 use crate::host::{Host, HostSpec};
 use crate::options::Settings;
-use crate::permission::{Rejections, approver};
-use crate::updates::{self, Translator};
+use crate::permission::{AskedGate, Rejections, approver};
+use crate::updates::{self, Announced, Translator};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use dsh_client::Notification;
@@ -19,9 +20,11 @@ use dsh_protocol::catalog::{Event, SessionEvent, TurnEndReason};
 use dsh_protocol::methods::{SESSION_DELTA, SessionDeltaParams};
 use dsh_protocol::notifications::{SESSION_EVENT, SESSION_STATUS};
 use dsh_server::ServerConfig;
+use dsh_tools::EditorFiles;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 
@@ -41,9 +44,7 @@ impl Outcome {
                 Self::Stopped("cancelled")
             }
             Some(TurnEndReason::MaxTokens) => Self::Stopped("max_tokens"),
-            Some(TurnEndReason::Error { error }) => {
-                Self::Failed(format!("{}: {}", error.code.as_str(), error.message))
-            }
+            Some(TurnEndReason::Error { error }) => Self::Failed(error.message),
             Some(TurnEndReason::Completed | TurnEndReason::Other) | None => {
                 Self::Stopped("end_turn")
             }
@@ -92,10 +93,19 @@ pub struct AcpSession {
     base: Arc<ServerConfig>,
     connection: ConnectionTo<Client>,
     mcp_servers: Vec<Value>,
+    /// The client's editor, when file tools go through it.
+    editor: Option<Arc<dyn EditorFiles>>,
     rejections: Arc<Rejections>,
+    /// Tool calls already shown to the client.
+    announced: Announced,
+    /// Approvals whose event the update task has passed on.
+    gate: Arc<AskedGate>,
     prompts: Arc<Mutex<Prompts>>,
     /// The settings wanted from the next prompt on.
     wanted: Mutex<Settings>,
+    /// Whether a prompt is being answered (one at a time, as the official
+    /// profile has it).
+    in_flight: AtomicBool,
     running: tokio::sync::Mutex<Running>,
 }
 
@@ -109,6 +119,8 @@ pub struct SessionSpec {
     pub settings: Settings,
     /// MCP servers, in the SDK's form.
     pub mcp_servers: Vec<Value>,
+    /// What the client offered to do with files.
+    pub fs: FsCapabilities,
 }
 
 /// How a session's server is opened.
@@ -136,16 +148,23 @@ impl AcpSession {
             cwd,
             settings,
             mcp_servers,
+            fs,
         } = spec;
+        let editor = ClientFiles::new(connection.clone(), &id, fs)
+            .map(|files| Arc::new(files) as Arc<dyn EditorFiles>);
         let session = Arc::new(Self {
             id,
             cwd,
             base,
             connection,
             mcp_servers,
+            editor,
             rejections: Arc::default(),
+            announced: Announced::default(),
+            gate: Arc::default(),
             prompts: Arc::default(),
             wanted: Mutex::new(settings.clone()),
+            in_flight: AtomicBool::new(false),
             running: tokio::sync::Mutex::new(Running {
                 host: None,
                 settings: settings.clone(),
@@ -177,11 +196,6 @@ impl AcpSession {
         Ok(session)
     }
 
-    /// The session's workspace.
-    pub fn cwd(&self) -> &Path {
-        &self.cwd
-    }
-
     /// The settings the next prompt runs with.
     pub fn settings(&self) -> Settings {
         self.wanted
@@ -207,11 +221,14 @@ impl AcpSession {
             settings,
             mcp_servers: &self.mcp_servers,
             method,
+            editor: self.editor.clone(),
         };
         let approvals = approver(
             self.connection.clone(),
             self.id.clone(),
             Arc::clone(&self.rejections),
+            Arc::clone(&self.announced),
+            Arc::clone(&self.gate),
         );
         Host::start(&self.base, spec, approvals).await
     }
@@ -234,8 +251,20 @@ impl AcpSession {
         }
     }
 
-    /// Runs a prompt; its outcome once the session is idle again.
+    /// Runs a prompt; its outcome once the session is idle again. A
+    /// second prompt while one is answered is refused.
     pub async fn prompt(&self, blocks: Vec<Map<String, Value>>) -> Result<Outcome, AcpError> {
+        if self.in_flight.swap(true, Ordering::AcqRel) {
+            return Err(AcpError::InvalidParams(
+                "a prompt is already in flight for this session".into(),
+            ));
+        }
+        let outcome = self.run_prompt(blocks).await;
+        self.in_flight.store(false, Ordering::Release);
+        outcome
+    }
+
+    async fn run_prompt(&self, blocks: Vec<Map<String, Value>>) -> Result<Outcome, AcpError> {
         let mut running = self.running.lock().await;
         let wanted = self.settings();
         let busy = self
@@ -318,7 +347,8 @@ impl AcpSession {
         let id = self.id.clone();
         let connection = self.connection.clone();
         let prompts = Arc::clone(&self.prompts);
-        let mut translator = Translator::live(self.cwd.clone());
+        let mut translator = Translator::live(self.cwd.clone(), Arc::clone(&self.announced));
+        let gate = Arc::clone(&self.gate);
         tokio::spawn(async move {
             while let Some(Notification { method, params }) = notifications.recv().await {
                 if params["sessionId"] != id.as_str() {
@@ -337,6 +367,11 @@ impl AcpSession {
                         track_prompts(&prompts, &event);
                         for update in translator.event(&event) {
                             updates::send(&connection, &id, update);
+                        }
+                        if event.kind == "approval/asked"
+                            && let Some(asked) = event.data["id"].as_str()
+                        {
+                            gate.pass(asked.to_owned());
                         }
                     }
                     SESSION_DELTA => {

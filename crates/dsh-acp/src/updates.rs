@@ -17,6 +17,7 @@ use dsh_protocol::methods::{DeltaKind, SessionDeltaParams};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// How much of a running command's output an update carries (its end).
 pub const OUTPUT_TAIL_BYTES: usize = 16 << 10;
@@ -26,6 +27,11 @@ const DEFAULT_CONTEXT_WINDOW: u64 = 1_000_000;
 
 /// A block of a step's reply: (turn, step, index).
 type BlockKey = (u32, u32, u32);
+
+/// The tool calls of a session already shown with a `tool_call` update:
+/// the translator and the permission requests share it, so a call asked
+/// about before its event arrives is shown once, then updated.
+pub type Announced = Arc<Mutex<HashSet<String>>>;
 
 /// Translates one session's notifications into ACP `update` objects.
 pub struct Translator {
@@ -43,20 +49,26 @@ pub struct Translator {
     last_end: Option<TurnEndReason>,
     /// The call each pending approval is about.
     approvals: HashMap<String, String>,
+    /// Calls already shown.
+    announced: Announced,
+    /// The message id the chunks of a streaming step carry, (turn, step) →
+    /// id: made up at its first delta (the stored message's id is only
+    /// known once the step ends) and kept by its unstreamed blocks.
+    step_ids: HashMap<(u32, u32), String>,
 }
 
 impl Translator {
     /// A translator for live updates of a session in `cwd`.
-    pub fn live(cwd: PathBuf) -> Self {
-        Self::new(cwd, false)
+    pub fn live(cwd: PathBuf, announced: Announced) -> Self {
+        Self::new(cwd, false, announced)
     }
 
     /// A translator replaying a stored session in `cwd`.
     pub fn replay(cwd: PathBuf) -> Self {
-        Self::new(cwd, true)
+        Self::new(cwd, true, Announced::default())
     }
 
-    fn new(cwd: PathBuf, replay: bool) -> Self {
+    fn new(cwd: PathBuf, replay: bool, announced: Announced) -> Self {
         Self {
             cwd,
             context_window: DEFAULT_CONTEXT_WINDOW,
@@ -66,6 +78,8 @@ impl Translator {
             outputs: HashMap::new(),
             last_end: None,
             approvals: HashMap::new(),
+            announced,
+            step_ids: HashMap::new(),
         }
     }
 
@@ -77,14 +91,22 @@ impl Translator {
     /// The update a delta makes, if any.
     pub fn delta(&mut self, delta: &SessionDeltaParams) -> Option<Value> {
         let key = (delta.turn, delta.step, delta.index);
+        let mut step_id = || {
+            self.step_ids
+                .entry((delta.turn, delta.step))
+                .or_insert_with(|| uuid::Uuid::new_v4().to_string())
+                .clone()
+        };
         match delta.kind {
             DeltaKind::Text => {
+                let id = step_id();
                 self.streamed.insert((key, true));
-                Some(chunk("agent_message_chunk", &delta.delta, None))
+                Some(chunk("agent_message_chunk", &delta.delta, Some(&id)))
             }
             DeltaKind::Reasoning => {
+                let id = step_id();
                 self.streamed.insert((key, false));
-                Some(chunk("agent_thought_chunk", &delta.delta, None))
+                Some(chunk("agent_thought_chunk", &delta.delta, Some(&id)))
             }
             DeltaKind::ToolOutput => {
                 let call = delta.call_id.as_deref()?;
@@ -124,6 +146,10 @@ impl Translator {
             }
             Event::AssistantMessage(reply) => {
                 let mut out = Vec::new();
+                let id = self
+                    .step_ids
+                    .remove(&(reply.turn, reply.step))
+                    .unwrap_or_else(|| reply.message.id.clone());
                 for (index, block) in reply.message.content.iter().enumerate() {
                     let key = (
                         reply.turn,
@@ -137,7 +163,7 @@ impl Translator {
                         _ => continue,
                     };
                     if !text.is_empty() && !self.streamed.remove(&(key, is_text)) {
-                        out.push(chunk(update, text, Some(&reply.message.id)));
+                        out.push(chunk(update, text, Some(&id)));
                     }
                 }
                 if let Some(usage) = &reply.usage {
@@ -173,6 +199,14 @@ impl Translator {
                 let locations = tools::locations(&call.name, &args, &self.cwd);
                 if !locations.is_empty() {
                     update["locations"] = Value::Array(locations);
+                }
+                // Shown already by its permission request: updated instead.
+                let first = self
+                    .announced
+                    .lock()
+                    .map_or(true, |mut set| set.insert(call.call_id.clone()));
+                if !first {
+                    update["sessionUpdate"] = json!("tool_call_update");
                 }
                 self.calls.insert(call.call_id, (call.name, args));
                 vec![update]
@@ -255,10 +289,11 @@ impl Translator {
             Event::SessionTitle(title) => {
                 vec![json!({"sessionUpdate": "session_info_update", "title": title.title})]
             }
-            // A call waiting for an approval is `pending`; allowed, it runs.
+            // The permission request shows a call waiting for an approval
+            // as `pending`; allowed, it runs.
             Event::ApprovalAsked(asked) => {
-                self.approvals.insert(asked.id, asked.call_id.clone());
-                vec![status_update(&asked.call_id, "pending")]
+                self.approvals.insert(asked.id, asked.call_id);
+                Vec::new()
             }
             Event::ApprovalDecided(decided) => match self.approvals.remove(&decided.id) {
                 Some(call) if decided.outcome == ApprovalOutcome::Approved => {
@@ -345,7 +380,7 @@ mod tests {
 
     #[test]
     fn streamed_blocks_are_not_sent_twice_and_unstreamed_ones_are_sent_whole() {
-        let mut t = Translator::live("/ws".into());
+        let mut t = Translator::live("/ws".into(), Announced::default());
         let first = t.delta(&delta("text", 1, "Hel")).unwrap();
         assert_eq!(first["content"]["text"], "Hel");
         let updates = t.event(&reply(json!([
@@ -358,13 +393,14 @@ mod tests {
             .collect();
         assert_eq!(kinds, ["agent_thought_chunk", "usage_update"]);
         assert_eq!(updates[0]["content"]["text"], "think");
-        assert_eq!(updates[0]["messageId"], "m1");
+        // One id for the step's chunks, streamed or not.
+        assert_eq!(updates[0]["messageId"], first["messageId"]);
         assert_eq!(updates[1]["used"], 15);
     }
 
     #[test]
     fn tool_calls_carry_kind_locations_output_and_diffs() {
-        let mut t = Translator::live("/ws".into());
+        let mut t = Translator::live("/ws".into(), Announced::default());
         let call = t.event(&event(
             "tool/call",
             json!({"turn": 1, "step": 1, "callId": "c1", "name": "edit",

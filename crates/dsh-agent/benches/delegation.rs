@@ -159,6 +159,7 @@ fn parent(model: &str, clock: &Arc<Clock>, workspace: PathBuf) -> Agent {
         approvals: Default::default(),
         prices: Default::default(),
         mcp: None,
+        editor: None,
     };
     Agent::create(config, Start::New)
 }

@@ -74,6 +74,7 @@ fn new_agent(observer: &Arc<CountingObserver>, store: Option<&SessionStore>) -> 
         approvals: Default::default(),
         prices: Default::default(),
         mcp: None,
+        editor: None,
     };
     Agent::create(config, Start::New)
 }

@@ -67,6 +67,7 @@ impl Server {
             approvals: init.approvals.for_root(id),
             prices: init.prices,
             mcp: self.mcp_servers(&init.mcp_servers, init.project_mcp, &workspace),
+            editor: self.inner.config.editor.clone(),
             workspace,
         }
     }

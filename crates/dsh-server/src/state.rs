@@ -41,6 +41,9 @@ pub struct ServerConfig {
     pub approval_rules: ApprovalRules,
     /// MCP servers of the launch and how every server is run.
     pub mcp: McpSettings,
+    /// The client's editor that file tools go through (`dsh acp`); `None`:
+    /// the disk.
+    pub editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
 }
 
 /// The MCP side of a launch.

@@ -1,7 +1,7 @@
 //! Everything a tool call may use besides its arguments.
 
 use crate::{Approvals, PermissionMode, SessionTools, ToolHost};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +31,23 @@ pub struct ToolContext {
     /// Sees what a `bash` command writes while the call waits for it
     /// (streamed to a client that asked; `None`: nobody watches).
     pub output_tap: Option<Arc<dyn OutputTap>>,
+    /// The client's editor, when `read`, `write` and `edit` go through it
+    /// (`dsh acp` with a client offering `fs`); `None`: the disk only.
+    pub editor: Option<Arc<dyn EditorFiles>>,
+}
+
+/// Text files as the client's editor has them: open buffers with their
+/// unsaved changes. The file tools keep every rule of their own (the
+/// sandbox mode, read-before-write, sizes, special files) and check them
+/// on disk first; only the text read and written goes through the editor.
+/// Called on a blocking thread.
+pub trait EditorFiles: Send + Sync {
+    /// The text of `path` as the editor has it; `None` when the editor
+    /// does not read files, `Some(Err)` when it could not.
+    fn read_text(&self, path: &Path) -> Option<Result<String, String>>;
+    /// Writes `content` to `path` through the editor (which saves it);
+    /// `None` when the editor does not write files.
+    fn write_text(&self, path: &Path, content: &str) -> Option<Result<(), String>>;
 }
 
 /// Sees a foreground command's output as it is read.

@@ -93,7 +93,7 @@ pub use approval::{
 };
 pub use args::check_arguments;
 pub use config::{DEFAULT_BASH_TIMEOUT, DEFAULT_SHELL_TIMEOUT, DEFAULT_WEB_TIMEOUT, ToolsConfig};
-pub use context::{OutputTap, ToolContext};
+pub use context::{EditorFiles, OutputTap, ToolContext};
 pub use dsh_protocol::catalog::ToolSpec;
 pub use dsh_protocol::catalog::{Todo, TodoStatus};
 pub use dsh_protocol::catalog::{ToolError, ToolErrorCode};

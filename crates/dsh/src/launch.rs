@@ -418,6 +418,7 @@ impl Launch {
                     spill_dir: home.join("tool-output"),
                 },
             },
+            editor: None,
         }
     }
 

@@ -88,6 +88,7 @@ pub(crate) fn create(config: AgentConfig, start: Start, features: Features) -> A
         approvals: config.approvals,
         prices: config.prices,
         mcp: config.mcp,
+        editor: config.editor,
         hooks: features.hooks,
         cancel,
         wake: Notify::new(),

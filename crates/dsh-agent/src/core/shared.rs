@@ -51,6 +51,8 @@ pub(crate) struct Core {
     pub prices: Arc<dsh_protocol::methods::PriceTable>,
     /// The MCP servers whose tools the session offers.
     pub mcp: Option<dsh_mcp::SessionServers>,
+    /// The client's editor that file tools go through, if any.
+    pub editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
     /// The features, called at the core's fixed points.
     pub hooks: Hooks,
     /// Cancelled when the agent is disposed; running tools stop.

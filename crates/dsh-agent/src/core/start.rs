@@ -51,6 +51,9 @@ pub struct AgentConfig {
     /// The MCP servers whose tools the session offers (its subagents
     /// inherit them).
     pub mcp: Option<dsh_mcp::SessionServers>,
+    /// The client's editor that file tools read and write through
+    /// (`dsh acp`; its subagents inherit it); `None`: the disk.
+    pub editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
 }
 
 /// How the session comes to be.

@@ -144,6 +144,7 @@ async fn features_and_tools_plug_in_at_the_documented_points() {
         approvals: Default::default(),
         prices: Default::default(),
         mcp: None,
+        editor: None,
     };
     let roster = Roster::new(Arc::clone(&config.tools), &[Arc::new(Stop)]);
     let features = Features {

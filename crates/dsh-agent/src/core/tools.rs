@@ -192,6 +192,7 @@ fn context(call: ToolCall<'_>) -> ToolContext {
                 call.call_id,
             )) as Arc<dyn OutputTap>
         }),
+        editor: core.editor.clone(),
     }
 }
 

@@ -194,6 +194,7 @@ pub(crate) async fn create_child(core: &Core, plan: ChildPlan) -> Result<String,
         approvals: Arc::new(core.approvals.fresh()),
         prices: Arc::clone(&core.prices),
         mcp: core.mcp.clone(),
+        editor: core.editor.clone(),
     };
     let child = core.spawner.spawn(ChildSpec {
         config,

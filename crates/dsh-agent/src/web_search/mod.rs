@@ -156,6 +156,7 @@ mod tests {
             cancel: dsh_tools::CancellationToken::new(),
             approvals: Arc::default(),
             output_tap: None,
+            editor: None,
         }
     }
 

@@ -359,6 +359,7 @@ impl Rig {
             approvals: Default::default(),
             prices: Default::default(),
             mcp: None,
+            editor: None,
         };
         (Agent::create(config, start), seen)
     }

@@ -190,6 +190,20 @@ fn edit_file(ctx: &ToolContext, resolved: &Resolved, a: &Args, max_bytes: u64) -
             ));
         }
     };
+    // The editor's text (with its unsaved changes) is what is edited; when
+    // it cannot give it, the disk's is.
+    let editor = ctx.editor.as_deref();
+    let bytes = match editor.and_then(|editor| editor.read_text(path)) {
+        Some(Ok(text)) => text.into_bytes(),
+        Some(Err(err)) => {
+            tracing::debug!(
+                "the editor could not read {}: {err}; edit the disk's text",
+                path.display()
+            );
+            bytes
+        }
+        None => bytes,
+    };
     let Ok(content) = String::from_utf8(bytes) else {
         return ToolOutput::failure(format!(
             "Error: cannot edit \"{}\": invalid UTF-8 text",
@@ -226,8 +240,19 @@ fn edit_file(ctx: &ToolContext, resolved: &Resolved, a: &Args, max_bytes: u64) -
         .with_error(ToolErrorCode::FsTooLarge);
     }
     let updated = content.replace(a.old_string.as_str(), &a.new_string);
-    if let Err(err) = rewrite(&mut file, updated.as_bytes()) {
-        return target.failure(ctx, "write", shown, &err);
+    match editor.and_then(|editor| editor.write_text(path, &updated)) {
+        Some(Ok(())) => {}
+        Some(Err(why)) => {
+            return ToolOutput::failure(format!(
+                "Error: cannot edit \"{}\": the editor refused: {why}",
+                shown.display()
+            ));
+        }
+        None => {
+            if let Err(err) = rewrite(&mut file, updated.as_bytes()) {
+                return target.failure(ctx, "write", shown, &err);
+            }
+        }
     }
     ctx.state.mark_seen(path);
     let shown = paths::display(path);

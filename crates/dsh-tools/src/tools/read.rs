@@ -4,7 +4,7 @@ use super::{TypedTool, number, spec, string};
 use crate::output::Refusal;
 use crate::paths::Resolved;
 use crate::regular::{self, OpenError};
-use crate::{ToolContext, ToolOutput, args, lines, paths};
+use crate::{EditorFiles, ToolContext, ToolOutput, args, lines, paths};
 use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
@@ -94,7 +94,8 @@ impl TypedTool for Read {
                 Ok(resolved) => resolved,
                 Err(out) => return *out,
             };
-            match read_file(&resolved, offset, limit, max_bytes) {
+            let editor = ctx.editor.as_deref();
+            match read_file(&resolved, offset, limit, max_bytes, editor) {
                 Ok(out) => {
                     state.mark_seen(&resolved.real);
                     out
@@ -145,6 +146,7 @@ fn read_file(
     offset: u64,
     limit: u64,
     max_bytes: u64,
+    editor: Option<&dyn EditorFiles>,
 ) -> Result<ToolOutput, Refused> {
     let (path, shown) = (resolved.real.as_path(), resolved.display.as_path());
     let mut file = match regular::open_read(path) {
@@ -184,6 +186,20 @@ fn read_file(
         }
     };
     drop(file);
+    // The editor's text (with its unsaved changes) replaces the disk's;
+    // when it cannot give it, the disk's stands.
+    let bytes = match editor.and_then(|editor| editor.read_text(path)) {
+        Some(Ok(text)) if text.len() as u64 <= max_bytes => text.into_bytes(),
+        Some(Ok(text)) => return Err(too_large(shown, Some(text.len() as u64), max_bytes)),
+        Some(Err(err)) => {
+            tracing::debug!(
+                "the editor could not read {}: {err}; read from disk",
+                path.display()
+            );
+            bytes
+        }
+        None => bytes,
+    };
     if bytes.iter().take(BINARY_PROBE).any(|b| *b == 0) {
         return Err(cannot_read(shown, "binary file", ToolErrorCode::FsNotText));
     }

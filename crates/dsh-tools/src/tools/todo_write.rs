@@ -65,12 +65,12 @@ impl TypedTool for TodoWrite {
         }));
         ctx.state.set_todos(todos.clone());
         let count = |status: TodoStatus| todos.iter().filter(|t| t.status == status).count();
+        // The official runtime's words (its `acp` profile shows them).
         let summary = format!(
-            "Todo list saved: {} items ({} completed, {} in progress, {} pending).",
-            todos.len(),
-            count(TodoStatus::Completed),
+            "Updated todo list: {} pending, {} in progress, {} completed.",
+            count(TodoStatus::Pending),
             count(TodoStatus::InProgress),
-            count(TodoStatus::Pending)
+            count(TodoStatus::Completed)
         );
         ToolOutput::text(summary).with_meta(json!({"todos": todos}))
     }

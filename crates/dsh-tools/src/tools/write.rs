@@ -2,15 +2,19 @@
 
 use super::{TypedTool, justification, sandbox_permissions, spec, string};
 use crate::approval::{Escalation, shown};
+use crate::output::Refusal;
 use crate::paths::Resolved;
 use crate::regular::{self, FILE_MAX_BYTES_VAR};
 use crate::session::Observed;
-use crate::write_guard::{change_file, changed, changed_since_read, check_mode, not_observed};
+use crate::write_guard::{
+    Target, change_file, changed, changed_since_read, check_mode, not_observed,
+};
 use crate::{ToolContext, ToolOutput, diffs, paths};
 use dsh_protocol::catalog::{ToolErrorCode, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
 use std::io::Write as _;
+use std::path::Path;
 
 const DESCRIPTION: &str = "Create a text file or replace all of its content. Parent directories are created as needed. An existing file must have been read with read in this session first, and must not have changed since. Prefer edit for changing part of a file. Writes are limited by the session's sandbox mode.";
 
@@ -135,26 +139,35 @@ fn write_file(ctx: &ToolContext, resolved: &Resolved, content: &str, max_bytes: 
     }
     // What the file held, for the diff the result reports (none when it
     // cannot be read within the limit).
+    let from_disk = || {
+        regular::open_read(path)
+            .ok()
+            .and_then(|mut file| regular::read_bounded(&mut file, max_bytes).ok().flatten())
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let editor = ctx.editor.as_deref();
     let before = exists
-        .then(|| regular::open_read(path).ok())
-        .flatten()
-        .and_then(|mut file| regular::read_bounded(&mut file, max_bytes).ok().flatten())
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        .then(|| match editor.and_then(|editor| editor.read_text(path)) {
+            Some(Ok(text)) => Some(text),
+            _ => from_disk(),
+        })
+        .flatten();
     if let Err(err) = target.create_parents(path) {
         return target.failure(ctx, "create the parent directories of", shown, &err);
     }
-    let created = match target
-        .create_or_truncate(path)
-        .and_then(|(file, created)| Ok((regular::is_special(&file)?, file, created)))
-    {
-        Ok((true, _, _)) => {
-            return regular::not_regular("write", shown);
+    let through_editor = editor.and_then(|editor| editor.write_text(path, content));
+    let created = match through_editor {
+        Some(Ok(())) => !exists,
+        Some(Err(why)) => {
+            return ToolOutput::failure(format!(
+                "Error: cannot write \"{}\": the editor refused: {why}",
+                shown.display()
+            ));
         }
-        Ok((false, mut file, created)) => match file.write_all(content.as_bytes()) {
-            Ok(()) => created,
-            Err(err) => return target.failure(ctx, "write", shown, &err),
+        None => match write_on_disk(ctx, &target, path, shown, content) {
+            Ok(created) => created,
+            Err(out) => return *out,
         },
-        Err(err) => return target.failure(ctx, "write", shown, &err),
     };
     ctx.state.mark_seen(path);
     let shown = paths::display(path);
@@ -168,4 +181,26 @@ fn write_file(ctx: &ToolContext, resolved: &Resolved, content: &str, max_bytes: 
         "<path>{shown}</path>\n<type>file</type>\n<content>\n{done}\n</content>"
     ))
     .with_meta(json!({"operation": operation, "path": shown, "diffs": diffs}))
+}
+
+/// Creates or truncates `path` through the sandbox's `target` and writes
+/// `content`; whether the file was created.
+fn write_on_disk(
+    ctx: &ToolContext,
+    target: &Target,
+    path: &Path,
+    shown: &Path,
+    content: &str,
+) -> Result<bool, Refusal> {
+    match target
+        .create_or_truncate(path)
+        .and_then(|(file, created)| Ok((regular::is_special(&file)?, file, created)))
+    {
+        Ok((true, _, _)) => Err(regular::not_regular("write", shown).into()),
+        Ok((false, mut file, created)) => match file.write_all(content.as_bytes()) {
+            Ok(()) => Ok(created),
+            Err(err) => Err(target.failure(ctx, "write", shown, &err).into()),
+        },
+        Err(err) => Err(target.failure(ctx, "write", shown, &err).into()),
+    }
 }

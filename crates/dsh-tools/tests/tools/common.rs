@@ -247,6 +247,7 @@ impl Fixture {
             cancel,
             approvals: self.approvals.clone(),
             output_tap: self.tap.clone(),
+            editor: None,
         }
     }
 

@@ -130,7 +130,7 @@ async fn todo_write_replaces_the_list_and_logs_it() {
     assert!(!out.is_error);
     assert_eq!(
         text(&out),
-        "Todo list saved: 3 items (1 completed, 1 in progress, 1 pending)."
+        "Updated todo list: 1 pending, 1 in progress, 1 completed."
     );
     let logged = fx.host.of_kind("todo/write");
     assert_eq!(

@@ -1,6 +1,6 @@
-//! A `dsh --profile sdk` process the benches drive over stdio (shared by
-//! the benches that include it with `#[path = "support/runtime.rs"] mod
-//! runtime;`).
+//! A `dsh --profile sdk` (or `dsh acp`) process the benches drive over
+//! stdio (shared by the benches that include it with `#[path =
+//! "support/runtime.rs"] mod runtime;`).
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -19,11 +19,18 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Spawns the built `dsh` in `dir` (its `HOME`; `DSH_HOME` is
-    /// `dir/home`) with only `PATH` and `env` inherited.
+    /// Spawns the built `dsh --profile sdk` in `dir` (its `HOME`;
+    /// `DSH_HOME` is `dir/home`) with only `PATH` and `env` inherited.
+    #[allow(dead_code, reason = "the acp bench spawns with `start_with` only")]
     pub fn start(dir: &Path, env: &[(&str, String)]) -> Self {
+        Self::start_with(&["--profile", "sdk"], dir, env)
+    }
+
+    /// Spawns the built `dsh` with `args` (e.g. `["acp"]`), as
+    /// [`Runtime::start`] does.
+    pub fn start_with(args: &[&str], dir: &Path, env: &[(&str, String)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
-            .args(["--profile", "sdk"])
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", dir)
