@@ -61,13 +61,16 @@ from acp.schema import (
     ClientCapabilities,
     DeniedOutcome,
     EnvVariable,
+    FileSystemCapabilities,
     HttpHeader,
     HttpMcpServer,
     Implementation,
     McpServerStdio,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     SessionNotification,
     SseMcpServer,
+    WriteTextFileResponse,
 )
 from deepseek_harness import DeepSeekHarness
 from pydantic import BaseModel
@@ -146,10 +149,14 @@ def choose(kind: str) -> PermissionHandler:
 class Recorder:
     """The test's ACP `Client`: records updates and answers permission requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, buffers: dict[str, str] | None = None) -> None:
         self.conn = None
         self.typed_updates: list[tuple[str, Any]] = []
         self.on_permission: PermissionHandler | None = None
+        # An editor: open buffers by absolute path (None: no `fs` offered).
+        self.buffers = buffers
+        self.reads: list[str] = []
+        self.writes: list[tuple[str, str]] = []
 
     def on_connect(self, conn) -> None:
         self.conn = conn
@@ -166,11 +173,22 @@ class Recorder:
             [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in options],
         )
 
-    async def write_text_file(self, *args: Any, **kwargs: Any):
-        raise RequestError.method_not_found("fs/write_text_file")
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any):
+        if self.buffers is None:
+            raise RequestError.method_not_found("fs/write_text_file")
+        # The editor keeps the text in its buffer (this one never saves).
+        self.writes.append((path, content))
+        self.buffers[path] = content
+        return WriteTextFileResponse()
 
-    async def read_text_file(self, *args: Any, **kwargs: Any):
-        raise RequestError.method_not_found("fs/read_text_file")
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                             **kwargs: Any):
+        if self.buffers is None:
+            raise RequestError.method_not_found("fs/read_text_file")
+        self.reads.append(path)
+        if path not in self.buffers:
+            raise RequestError.resource_not_found(path)
+        return ReadTextFileResponse(content=self.buffers[path])
 
 
 class Agent:
@@ -250,9 +268,11 @@ class Agent:
             raise AssertionError(f"no answer within {timeout}s; frames:{self.summary()}") from None
 
     async def initialize(self) -> Any:
+        editor = self.client.buffers is not None
+        fs = FileSystemCapabilities(read_text_file=editor, write_text_file=editor)
         return await self.request(self.conn.initialize(
             protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
+            client_capabilities=ClientCapabilities(fs=fs),
             client_info=Implementation(name="dsh-acp-interop-tests", version="1.0.0"),
         ))
 
@@ -281,13 +301,14 @@ def launch(dsh_home, workspace, home, base_dir):
 
     @contextlib.asynccontextmanager
     async def start(model: str | None = None, fake: FakeModel | None = None, args: tuple = (),
-                    env: dict | None = None, cwd: Path | None = None, initialize: bool = True):
+                    env: dict | None = None, cwd: Path | None = None, initialize: bool = True,
+                    buffers: dict[str, str] | None = None):
         extra = {"DSH_RETRY_INITIAL_MS": "5", "DSH_RETRY_MAX_MS": "40", **(env or {})}
         if fake is not None:
             extra |= {"DEEPSEEK_BASE_URL": fake.base_url, "DEEPSEEK_API_KEY": KEY}
         argv = ["acp", *(["--model", model] if model else []), *args]
         stderr_path = base_dir / f"dsh-acp-{next(counter)}.stderr"
-        client = Recorder()
+        client = Recorder(buffers)
         with open(stderr_path, "wb") as stderr:
             agent_box: list[Agent] = []
 
@@ -1534,3 +1555,84 @@ def test_stdin_eof_exits_zero_and_kills_a_running_command(launch, scripted, work
     finally:
         for pid in with_marker(f"30.{marker}"):
             os.kill(pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------
+# The client's editor: fs/read_text_file and fs/write_text_file
+# ---------------------------------------------------------------------------
+
+
+def test_file_tools_go_through_the_editor_that_offers_fs(launch, scripted, workspace):
+    """A client offering `fs`: `read` shows the editor's unsaved buffer, not
+    the disk; `edit` edits that buffer and `write` replaces it, both through
+    fs/write_text_file (this editor never saves, so the disk keeps its
+    text); the diffs are of the buffer's text."""
+    path = workspace / "app.py"
+    path.write_text("x = 1  # on disk\n")
+    buffers = {str(path): "x = 2  # unsaved\n"}
+
+    async def body():
+        async with launch(model=scripted([
+            call("read", {"file_path": "app.py"}, "r1"),
+            call("edit", {"file_path": "app.py", "old_string": "x = 2", "new_string": "x = 3"}, "e1"),
+            call("write", {"file_path": "app.py", "content": "x = 4\n"}, "w1"),
+            {"text": "Done."},
+        ]), buffers=buffers) as agent:
+            sid = await agent.new_session()
+            assert await agent.prompt(sid, "Change x") == "end_turn"
+            calls = tool_calls(agent.updates(sid))
+            read, edit_, write = (calls[i] for i in ("r1", "e1", "w1"))
+            assert "x = 2  # unsaved" in content_text(final_content(read)), read
+            assert status_of(edit_) == status_of(write) == "completed", (edit_, write)
+            [hunk] = diffs(edit_)
+            assert (hunk["oldText"], hunk["newText"]) == ("x = 2  # unsaved", "x = 3  # unsaved"), hunk
+            assert agent.client.writes == [(str(path), "x = 3  # unsaved\n"), (str(path), "x = 4\n")]
+            assert str(path) in agent.client.reads
+        assert path.read_text() == "x = 1  # on disk\n", "a write went to the disk, not the editor"
+
+    run(body())
+
+
+def test_the_editor_never_sees_a_write_the_sandbox_refuses(launch, scripted, workspace, base_dir):
+    """The workspace rules hold before the editor is asked: a `write` outside
+    the workspace (workspace-write, no escalation) fails and the client gets
+    no fs/write_text_file; one inside goes to the editor."""
+    outside = base_dir / "outside.txt"
+    inside = workspace / "inside.txt"
+
+    async def body():
+        async with launch(model=scripted([
+            call("write", {"file_path": str(outside), "content": "no\n"}, "w1"),
+            call("write", {"file_path": "inside.txt", "content": "yes\n"}, "w2"),
+            {"text": "Done."},
+        ]), buffers={}) as agent:
+            sid = await agent.new_session()
+            assert await agent.prompt(sid, "Write both") == "end_turn"
+            calls = tool_calls(agent.updates(sid))
+            assert status_of(calls["w1"]) == "failed", calls["w1"]
+            assert status_of(calls["w2"]) == "completed", calls["w2"]
+            assert agent.client.writes == [(str(inside), "yes\n")]
+        assert not outside.exists()
+
+    run(body())
+
+
+def test_without_fs_the_file_tools_use_the_disk(launch, scripted, workspace):
+    """A client that offers no `fs` gets no file requests: the disk is read
+    and written."""
+    path = workspace / "plain.txt"
+    path.write_text("disk\n")
+
+    async def body():
+        async with launch(model=scripted([
+            call("read", {"file_path": "plain.txt"}, "r1"),
+            call("write", {"file_path": "plain.txt", "content": "new\n"}, "w1"),
+            {"text": "Done."},
+        ])) as agent:
+            sid = await agent.new_session()
+            assert await agent.prompt(sid, "Rewrite") == "end_turn"
+            assert "disk" in content_text(final_content(tool_calls(agent.updates(sid))["r1"]))
+            assert agent.client.reads == [] and agent.client.writes == []
+        assert path.read_text() == "new\n"
+
+    run(body())
