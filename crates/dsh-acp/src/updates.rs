@@ -215,6 +215,9 @@ impl Translator {
                 let message = result.message;
                 let call = self.calls.remove(&message.tool_call_id);
                 self.outputs.remove(&message.tool_call_id);
+                if let Ok(mut announced) = self.announced.lock() {
+                    announced.remove(&message.tool_call_id);
+                }
                 let mut content: Vec<Value> = message
                     .content
                     .iter()

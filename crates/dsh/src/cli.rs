@@ -62,7 +62,8 @@ The README's Limits table gives every bound and what happens when it is reached.
     after_long_help = ENVIRONMENT
 )]
 pub struct Cli {
-    /// Profile to run: `sdk` or `sdk-minimal`.
+    /// Profile to run: `sdk` or `sdk-minimal` (`--profile headless` and
+    /// `--profile acp` are the commands of those names).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// A YAML configuration overlay, applied in order; repeatable.
