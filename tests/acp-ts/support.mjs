@@ -383,7 +383,18 @@ export function openAgent(t, dirs, { model, args = [], env = {}, cwd = dirs.ws, 
   const started = Date.now();
   const stamp = () => Date.now() - started;
 
-  // Raw taps: the bytes pass through unchanged; complete lines are logged.
+  // Raw taps: the bytes pass through unchanged; complete lines are logged
+  // (parsed when they are JSON; a line that is not is kept as text).
+  const record = (dir, line) => {
+    if (!line.trim()) return;
+    let message = null;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      // kept as text: the SDK reports it
+    }
+    frames.push({ dir, at: stamp(), line, message });
+  };
   let pending = '';
   const input = new ReadableStream({
     start(controller) {
@@ -393,14 +404,7 @@ export function openAgent(t, dirs, { model, args = [], env = {}, cwd = dirs.ws, 
         while ((newline = pending.indexOf('\n')) >= 0) {
           const line = pending.slice(0, newline);
           pending = pending.slice(newline + 1);
-          if (!line.trim()) continue;
-          let message = null;
-          try {
-            message = JSON.parse(line);
-          } catch {
-            // kept as text: the SDK reports it
-          }
-          frames.push({ dir: 'agent→client', at: stamp(), line, message });
+          record('agent→client', line);
         }
         controller.enqueue(new Uint8Array(chunk));
         changed.notify();
@@ -420,14 +424,7 @@ export function openAgent(t, dirs, { model, args = [], env = {}, cwd = dirs.ws, 
   const output = new WritableStream({
     write(chunk) {
       for (const line of decoder.decode(chunk, { stream: true }).split('\n')) {
-        if (!line.trim()) continue;
-        let message = null;
-        try {
-          message = JSON.parse(line);
-        } catch {
-          // not JSON: logged as is
-        }
-        frames.push({ dir: 'client→agent', at: stamp(), line, message });
+        record('client→agent', line);
       }
       return new Promise((resolveWrite, rejectWrite) => {
         child.stdin.write(chunk, (error) => (error ? rejectWrite(error) : resolveWrite()));

@@ -7,14 +7,17 @@ provider, and small helpers to pick events out of notification streams.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import subprocess
+import sys
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
@@ -508,3 +511,41 @@ def wait_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.02)  # polling interval only
     return [p for p in pids if alive(p)]
+
+
+def with_marker(marker: str) -> list[int]:
+    """Running processes whose command line holds `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes() and alive(int(entry)):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@contextlib.contextmanager
+def http_mcp_server(stderr_path: Path, *args: str) -> Iterator[str]:
+    """tests/mcp/http_server.py (extra `args`, e.g. a marker) on a free port
+    of 127.0.0.1, run by this venv's Python: yields its URL, then stops it."""
+    server = REPO_ROOT / "tests" / "mcp" / "http_server.py"
+    with open(stderr_path, "wb") as stderr:
+        proc = subprocess.Popen([sys.executable, str(server), "0", *args], stdout=subprocess.PIPE, stderr=stderr)
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
+    try:
+        try:
+            line = lines.get(timeout=FRAME_TIMEOUT)
+        except queue.Empty:
+            line = b""
+        assert line, f"http_server.py did not start: {stderr_path.read_text()[-2000:]}"
+        yield json.loads(line)["url"]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=EXIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -35,11 +35,8 @@ import base64
 import contextlib
 import json
 import os
-import queue
 import signal
-import subprocess
 import sys
-import threading
 import time
 import uuid
 from datetime import datetime
@@ -85,7 +82,9 @@ from interop_support import (
     clean_env,
     dsh_bin_path,
     run_bounded,
+    http_mcp_server,
     wait_gone,
+    with_marker,
     write_scenario,
 )
 
@@ -95,7 +94,6 @@ CANCEL_TIMEOUT = 5.0  # session/cancel -> the prompt answers
 PYTHON = sys.executable  # the test venv's interpreter: it has the `mcp` package
 MCP_DIR = REPO_ROOT / "tests" / "mcp"
 STDIO_SERVER = MCP_DIR / "stdio_server.py"
-HTTP_SERVER = MCP_DIR / "http_server.py"
 # An 8x8 RGB PNG (the one tests/interop/test_providers.py uses).
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC"
 PNG_SHA = "57cda64cead0869cd5f90dfebb024f4bd9a922aaea91d513de6fa3e949d88921"
@@ -456,19 +454,6 @@ def model_options(config_options: list[dict], config_id: str) -> list[str]:
 
 def dump(model: BaseModel) -> dict:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def with_marker(marker: str) -> list[int]:
-    """Running processes whose command line holds `marker`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes() and alive(int(entry)):
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 async def wait_file(path: Path, timeout: float = FRAME_TIMEOUT) -> str:
@@ -1376,25 +1361,8 @@ def test_an_mcp_call_rejected_never_reaches_the_server(launch, scripted, mcp_fil
 def http_mcp(base_dir, mcp_files):
     """tests/mcp/http_server.py on a free port of 127.0.0.1: yields its URL."""
     marker, _ = mcp_files
-    stderr_path = base_dir / "http-mcp-stderr.txt"
-    with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen([PYTHON, str(HTTP_SERVER), "0", marker], stdout=subprocess.PIPE, stderr=stderr)
-    lines: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
-    try:
-        try:
-            line = lines.get(timeout=FRAME_TIMEOUT)
-        except queue.Empty:
-            line = b""
-        assert line, f"http_server.py did not start: {stderr_path.read_text()[-2000:]}"
-        yield json.loads(line)["url"]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=EXIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with http_mcp_server(base_dir / "http-mcp-stderr.txt", marker) as url:
+        yield url
 
 
 def test_an_http_mcp_server_with_headers(launch, scripted, http_mcp):

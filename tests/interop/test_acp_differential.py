@@ -49,12 +49,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import socket
-import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -62,7 +59,8 @@ from typing import Any, Callable
 
 import pytest
 
-from interop_support import EXIT_TIMEOUT, FRAME_TIMEOUT, REPO_ROOT, FakeModel, RawClient, clean_env, is_response
+from interop_support import (EXIT_TIMEOUT, FRAME_TIMEOUT, REPO_ROOT, FakeModel, RawClient, clean_env, http_mcp_server,
+                             is_response)
 from test_differential import KEY, official_bin  # noqa: F401 - fixture
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -564,12 +562,7 @@ def test_mcp_servers_of_a_session_are_connected_and_called_like_the_official_pro
     passed): the model sees `mcp__<server>__<tool>`, and a call of each is
     reported with the server's answer (dsh first asks the client about the
     stdio `env` tool, which is not marked read-only: allowed once)."""
-    http = subprocess.Popen([sys.executable, str(MCP_DIR / "http_server.py"), "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    try:
-        lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=lambda: lines.put(http.stdout.readline()), daemon=True).start()
-        url = json.loads(lines.get(timeout=FRAME_TIMEOUT))["url"]
+    with http_mcp_server(base_dir / "http-mcp-stderr.txt") as url:
         replies = [
             {"blocks": [{"tool_call": {"id": "m1", "name": "mcp__st__env", "arguments": {"name": "ACP_TEST_VAR"}}},
                         {"tool_call": {"id": "m2", "name": "mcp__hh__whoami", "arguments": {}}}]},
@@ -589,9 +582,6 @@ def test_mcp_servers_of_a_session_are_connected_and_called_like_the_official_pro
             return {"turn": turn, "mcp tools": names}
 
         official, dsh, runs = differential(official_bin, dsh_bin, base_dir, homes, replies, drive)
-    finally:
-        http.terminate()
-        http.wait(timeout=EXIT_TIMEOUT)
     assert "mcp__st__echo" in official["mcp tools"] and "mcp__hh__whoami" in official["mcp tools"]
     assert [r.get("text") for r in official["turn"]["updates"] if r["update"] == "tool"] == [["from-acp"], ["tok-7"]]
     assert dsh == official

@@ -26,7 +26,6 @@ import base64
 import hashlib
 import json
 import os
-import queue
 import re
 import signal
 import subprocess
@@ -49,8 +48,10 @@ from interop_support import (
     assert_valid_frames,
     clean_env,
     run_bounded,
+    http_mcp_server,
     session_events,
     wait_gone,
+    with_marker,
 )
 
 KEY = "sk-mcp-test-0000"
@@ -59,7 +60,6 @@ SID = "mcp-session"
 PYTHON = sys.executable  # the test venv's interpreter: it has the `mcp` package
 MCP_DIR = REPO_ROOT / "tests" / "mcp"
 STDIO_SERVER = MCP_DIR / "stdio_server.py"
-HTTP_SERVER = MCP_DIR / "http_server.py"
 EVERYTHING = MCP_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC")
@@ -75,19 +75,6 @@ class _Any(BaseModel):
 # ---------------------------------------------------------------------------
 # Processes
 # ---------------------------------------------------------------------------
-
-
-def with_marker(marker: str) -> list[int]:
-    """Running processes whose command line holds `marker`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes() and alive(int(entry)):
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 class Servers:
@@ -702,25 +689,8 @@ def test_no_server_process_outlives_the_runtime(runtime, servers, how):
 @pytest.fixture
 def http_server(base_dir, servers):
     """http_server.py on a free port of 127.0.0.1: yields its URL."""
-    stderr_path = base_dir / "http-server-stderr.txt"
-    with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen([PYTHON, str(HTTP_SERVER), "0", servers.marker], stdout=subprocess.PIPE, stderr=stderr)
-    lines: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
-    try:
-        try:
-            line = lines.get(timeout=FRAME_TIMEOUT)
-        except queue.Empty:
-            line = b""
-        assert line, f"http_server.py did not start: {stderr_path.read_text()[-2000:]}"
-        yield json.loads(line)["url"]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=EXIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with http_mcp_server(base_dir / "http-server-stderr.txt", servers.marker) as url:
+        yield url
 
 
 @pytest.mark.parametrize(("configured", "expected"), [("tok-literal", "tok-literal"), ("${MCP_TEST_TOKEN}", "tok-from-env")])

@@ -22,13 +22,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from interop_support import FRAME_TIMEOUT, REPO_ROOT, alive, wait_gone
+from interop_support import FRAME_TIMEOUT, REPO_ROOT, alive, http_mcp_server, wait_gone
 
 from mcp import Client, StdioServerParameters  # the `mcp` test dependency (scripts/test.sh installs it)
 
 MCP_DIR = REPO_ROOT / "tests" / "mcp"
 STDIO_SERVER = MCP_DIR / "stdio_server.py"
-HTTP_SERVER = MCP_DIR / "http_server.py"
 EVERYTHING = MCP_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFWEXHbQSACj/P8Fu7N9hAAAAAElFTkSuQmCC"
 STDIO_TOOLS = {"echo", "add", "image", "fail", "crash", "hang", "flood", "garbage", "env", "grow", "destroy"}
@@ -278,25 +277,8 @@ def test_the_pid_file_gets_one_line_per_start(tmp_path, raw_mcp):
 @pytest.fixture
 def http_server(tmp_path):
     """Start http_server.py on a free port: yields its URL."""
-    stderr = open(tmp_path / "http-stderr.txt", "wb")
-    proc = subprocess.Popen([sys.executable, str(HTTP_SERVER), "0"], stdout=subprocess.PIPE, stderr=stderr)
-    lines: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
-    try:
-        line = lines.get(timeout=FRAME_TIMEOUT)
-    except queue.Empty:
-        line = b""
-    try:
-        assert line, f"http_server.py did not print its port: {(tmp_path / 'http-stderr.txt').read_text()[-2000:]}"
-        yield json.loads(line)["url"]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        stderr.close()
+    with http_mcp_server(tmp_path / "http-stderr.txt") as url:
+        yield url
 
 
 def test_the_http_server_lists_and_answers_and_sees_the_headers(http_server):

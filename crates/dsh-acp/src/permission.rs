@@ -86,111 +86,102 @@ const OPTIONS: [(&str, &str, &str); 4] = [
     ("reject-always", "Always reject", "reject_always"),
 ];
 
-/// An approval handler asking the client of ACP session `session_id`.
-/// `announced` holds the calls already shown to the client.
-pub fn approver(
-    connection: ConnectionTo<Client>,
-    session_id: String,
-    rejections: Arc<Rejections>,
-    announced: Announced,
-    gate: Arc<AskedGate>,
-) -> ApprovalHandler {
-    Arc::new(move |params: ApprovalRequestParams| {
-        let connection = connection.clone();
-        let session_id = session_id.clone();
-        let rejections = Arc::clone(&rejections);
-        let announced = Arc::clone(&announced);
-        let gate = Arc::clone(&gate);
-        Box::pin(async move {
-            if params.session_id == params.root_session_id {
-                gate.wait(&params.approval_id).await;
-            }
-            let asked = Asked {
-                connection: &connection,
-                session_id: &session_id,
-                rejections: &rejections,
-                announced: &announced,
-            };
-            ask(&asked, params).await
+/// What asks the client of one ACP session.
+pub struct Asker {
+    /// The connection to the client.
+    pub connection: ConnectionTo<Client>,
+    /// The ACP session.
+    pub session_id: String,
+    /// The accesses its user chose to always reject.
+    pub rejections: Arc<Rejections>,
+    /// The calls already shown to the client.
+    pub announced: Announced,
+    /// The approvals whose event was passed on.
+    pub gate: Arc<AskedGate>,
+}
+
+impl Asker {
+    /// The SDK client's approval handler that asks through this.
+    pub fn handler(self) -> ApprovalHandler {
+        let asker = Arc::new(self);
+        Arc::new(move |params: ApprovalRequestParams| {
+            let asker = Arc::clone(&asker);
+            Box::pin(async move { asker.ask(params).await })
         })
-    })
-}
-
-/// What a permission request is sent with.
-struct Asked<'a> {
-    connection: &'a ConnectionTo<Client>,
-    session_id: &'a str,
-    rejections: &'a Rejections,
-    announced: &'a Announced,
-}
-
-async fn ask(asked: &Asked<'_>, params: ApprovalRequestParams) -> ApprovalResponse {
-    let Asked {
-        connection,
-        session_id,
-        rejections,
-        announced,
-    } = *asked;
-    let access: Access = (
-        params.tool_name.clone(),
-        params.arguments["sandbox_permissions"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    );
-    if rejections.0.lock().is_ok_and(|set| set.contains(&access)) {
-        return reject("the user chose to always reject this");
     }
-    let request = match permission_request(session_id, &params) {
-        Ok(request) => request,
-        Err(err) => return reject(&format!("cannot ask the client: {err}")),
-    };
-    // The call waits for the client: `pending` until it is answered, shown
-    // before the request on the same connection (so it is seen first): a
-    // `tool_call` if its event has not shown it yet, else an update. A
-    // subagent's call is not shown in the session.
-    if params.session_id == params.root_session_id {
-        let first = announced
-            .lock()
-            .is_ok_and(|mut set| set.insert(params.call_id.clone()));
-        let update = if first {
-            json!({
-                "sessionUpdate": "tool_call",
-                "toolCallId": params.call_id,
-                "title": tools::title(&params.tool_name, &params.arguments),
-                "kind": tools::kind(&params.tool_name),
-                "status": "pending",
-                "rawInput": params.arguments,
-            })
-        } else {
-            updates::status_update(&params.call_id, "pending")
+
+    async fn ask(&self, params: ApprovalRequestParams) -> ApprovalResponse {
+        let Self {
+            connection,
+            session_id,
+            rejections,
+            announced,
+            gate,
+        } = self;
+        if params.session_id == params.root_session_id {
+            gate.wait(&params.approval_id).await;
+        }
+        let access: Access = (
+            params.tool_name.clone(),
+            params.arguments["sandbox_permissions"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        if rejections.0.lock().is_ok_and(|set| set.contains(&access)) {
+            return reject("the user chose to always reject this");
+        }
+        let request = match permission_request(session_id, &params) {
+            Ok(request) => request,
+            Err(err) => return reject(&format!("cannot ask the client: {err}")),
         };
-        updates::send(connection, session_id, update);
-    }
-    let answer = connection.send_request(request).block_task().await;
-    let chosen = match answer {
-        Ok(response) => chosen_option(&response),
-        Err(err) => {
-            return reject(&format!(
-                "the client answered with an error: {}",
-                err.message
-            ));
+        // The call waits for the client: `pending` until it is answered, shown
+        // before the request on the same connection (so it is seen first): a
+        // `tool_call` if its event has not shown it yet, else an update. A
+        // subagent's call is not shown in the session.
+        if params.session_id == params.root_session_id {
+            let first = announced
+                .lock()
+                .is_ok_and(|mut set| set.insert(params.call_id.clone()));
+            let update = if first {
+                json!({
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": params.call_id,
+                    "title": tools::title(&params.tool_name, &params.arguments),
+                    "kind": tools::kind(&params.tool_name),
+                    "status": "pending",
+                    "rawInput": params.arguments,
+                })
+            } else {
+                updates::status_update(&params.call_id, "pending")
+            };
+            updates::send(connection, session_id, update);
         }
-    };
-    match chosen.as_deref() {
-        Some("allow-once") => allow(ApprovalDecision::AllowOnce),
-        Some("allow-always") => allow(ApprovalDecision::AllowSession),
-        Some("reject-once") => reject("the user rejected it"),
-        Some("reject-always") => {
-            if let Ok(mut set) = rejections.0.lock() {
-                set.insert(access);
+        let answer = connection.send_request(request).block_task().await;
+        let chosen = match answer {
+            Ok(response) => chosen_option(&response),
+            Err(err) => {
+                return reject(&format!(
+                    "the client answered with an error: {}",
+                    err.message
+                ));
             }
-            reject("the user rejected it")
+        };
+        match chosen.as_deref() {
+            Some("allow-once") => allow(ApprovalDecision::AllowOnce),
+            Some("allow-always") => allow(ApprovalDecision::AllowSession),
+            Some("reject-once") => reject("the user rejected it"),
+            Some("reject-always") => {
+                if let Ok(mut set) = rejections.0.lock() {
+                    set.insert(access);
+                }
+                reject("the user rejected it")
+            }
+            Some(other) => reject(&format!(
+                "the client chose an option that was not offered: {other}"
+            )),
+            None => reject("the request was cancelled"),
         }
-        Some(other) => reject(&format!(
-            "the client chose an option that was not offered: {other}"
-        )),
-        None => reject("the request was cancelled"),
     }
 }
 

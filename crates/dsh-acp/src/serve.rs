@@ -9,14 +9,15 @@ use crate::error::AcpError;
 use crate::front::{AcpConfig, Front};
 use crate::session::Open;
 use crate::transport::{self, MAX_LINE_BYTES};
-use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, CloseSessionRequest, ListSessionsRequest,
     LoadSessionRequest, NewSessionRequest, PromptRequest, ResumeSessionRequest,
     SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
+use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
-    Agent, Handled, UntypedMessage, on_receive_notification, on_receive_request,
+    Agent, Client, Handled, JsonRpcResponse, UntypedMessage, on_receive_notification,
+    on_receive_request,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -35,19 +36,18 @@ pub async fn serve(
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), AcpError> {
     let front = Arc::new(Front::new(config));
-    let f = |front: &Arc<Front>| Arc::clone(front);
-    let (initialize, new, load, resume, prompt, cancel, list, close, config_option, mode) = (
-        f(&front),
-        f(&front),
-        f(&front),
-        f(&front),
-        f(&front),
-        f(&front),
-        f(&front),
-        f(&front),
-        f(&front),
-        f(&front),
-    );
+    let [
+        initialize,
+        new,
+        load,
+        resume,
+        prompt,
+        cancel,
+        list,
+        close,
+        config_option,
+        mode,
+    ] = std::array::from_fn(|_| Arc::clone(&front));
     let connection = Agent
         .v1()
         .name("dsh")
@@ -89,53 +89,44 @@ pub async fn serve(
         )
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| {
-                let front = Arc::clone(&new);
-                let connection = cx.clone();
-                cx.spawn(async move {
-                    let params = params(&request);
-                    let result = front
+                let (front, connection) = (Arc::clone(&new), cx.clone());
+                let params = params(&request);
+                answer_later(&cx, responder, async move {
+                    front
                         .open(connection, "session/new", &params, Open::New)
-                        .await;
-                    responder.respond_with_result(answer(result))
+                        .await
                 })
             },
             on_receive_request!(),
         )
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx| {
-                let front = Arc::clone(&load);
-                let connection = cx.clone();
-                cx.spawn(async move {
-                    let params = params(&request);
-                    let result = front
+                let (front, connection) = (Arc::clone(&load), cx.clone());
+                let params = params(&request);
+                answer_later(&cx, responder, async move {
+                    front
                         .open(connection, "session/load", &params, Open::Load)
-                        .await;
-                    responder.respond_with_result(answer(result))
+                        .await
                 })
             },
             on_receive_request!(),
         )
         .on_receive_request(
             async move |request: ResumeSessionRequest, responder, cx| {
-                let front = Arc::clone(&resume);
-                let connection = cx.clone();
-                cx.spawn(async move {
-                    let params = params(&request);
-                    let result = front
+                let (front, connection) = (Arc::clone(&resume), cx.clone());
+                let params = params(&request);
+                answer_later(&cx, responder, async move {
+                    front
                         .open(connection, "session/resume", &params, Open::Resume)
-                        .await;
-                    responder.respond_with_result(answer(result))
+                        .await
                 })
             },
             on_receive_request!(),
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, cx| {
-                let front = Arc::clone(&prompt);
-                cx.spawn(async move {
-                    let result = front.prompt(&params(&request)).await;
-                    responder.respond_with_result(answer(result))
-                })
+                let (front, params) = (Arc::clone(&prompt), params(&request));
+                answer_later(&cx, responder, async move { front.prompt(&params).await })
             },
             on_receive_request!(),
         )
@@ -153,21 +144,15 @@ pub async fn serve(
         )
         .on_receive_request(
             async move |request: ListSessionsRequest, responder, cx| {
-                let front = Arc::clone(&list);
-                cx.spawn(async move {
-                    let result = front.list(&params(&request)).await;
-                    responder.respond_with_result(answer(result))
-                })
+                let (front, params) = (Arc::clone(&list), params(&request));
+                answer_later(&cx, responder, async move { front.list(&params).await })
             },
             on_receive_request!(),
         )
         .on_receive_request(
             async move |request: CloseSessionRequest, responder, cx| {
-                let front = Arc::clone(&close);
-                cx.spawn(async move {
-                    let result = front.close(&params(&request)).await;
-                    responder.respond_with_result(answer(result))
-                })
+                let (front, params) = (Arc::clone(&close), params(&request));
+                answer_later(&cx, responder, async move { front.close(&params).await })
             },
             on_receive_request!(),
         )
@@ -204,6 +189,16 @@ pub async fn serve(
     };
     front.shutdown().await;
     served.map_err(|err| AcpError::Stopped(format!("the ACP connection failed: {}", err.message)))
+}
+
+/// Answers `responder` on a task of its own with what `work` settles to,
+/// so that a slow request never holds the connection's dispatch loop.
+fn answer_later<T: JsonRpcResponse + DeserializeOwned>(
+    cx: &ConnectionTo<Client>,
+    responder: Responder<T>,
+    work: impl Future<Output = Result<Value, AcpError>> + Send + 'static,
+) -> Result<(), agent_client_protocol::Error> {
+    cx.spawn(async move { responder.respond_with_result(answer(work.await)) })
 }
 
 /// A request's params as JSON.

@@ -11,7 +11,7 @@ use crate::editor::{ClientFiles, FsCapabilities};
 use crate::error::AcpError;
 use crate::host::{Host, HostSpec};
 use crate::options::Settings;
-use crate::permission::{AskedGate, Rejections, approver};
+use crate::permission::{AskedGate, Asker, Rejections};
 use crate::updates::{self, Announced, Translator};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -223,13 +223,14 @@ impl AcpSession {
             method,
             editor: self.editor.clone(),
         };
-        let approvals = approver(
-            self.connection.clone(),
-            self.id.clone(),
-            Arc::clone(&self.rejections),
-            Arc::clone(&self.announced),
-            Arc::clone(&self.gate),
-        );
+        let approvals = Asker {
+            connection: self.connection.clone(),
+            session_id: self.id.clone(),
+            rejections: Arc::clone(&self.rejections),
+            announced: Arc::clone(&self.announced),
+            gate: Arc::clone(&self.gate),
+        }
+        .handler();
         Host::start(&self.base, spec, approvals).await
     }
 
@@ -310,7 +311,7 @@ impl AcpSession {
 
     /// Stops the running turn (and drops the prompts queued behind it).
     pub async fn cancel(&self) -> Result<(), AcpError> {
-        // Not the session lock: a prompt holds it while its turn starts.
+        // A prompt holds this lock only until its receipt, not for its turn.
         let host = self.running.lock().await;
         match host.host.as_ref() {
             Some(host) => host.cancel(&self.id).await,

@@ -20,7 +20,17 @@ pub fn run(mut launch: Box<Launch>, args: AcpArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let (provider, model) = route(&launch, &args);
+    let (provider, model) = launch.route(
+        args.provider.as_deref(),
+        args.model.as_deref(),
+        |scenario| {
+            if scenario {
+                "scripted"
+            } else {
+                dsh_protocol::methods::DEFAULT_PROVIDER
+            }
+        },
+    );
     let channel = crate::stdio::take_protocol_stdin()
         .and_then(|input| crate::stdio::take_protocol_stdout().map(|output| (input, output)));
     let (input, output) = match channel {
@@ -30,11 +40,7 @@ pub fn run(mut launch: Box<Launch>, args: AcpArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::launch::runtime() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("dsh: cannot start the async runtime: {err}");
@@ -81,27 +87,4 @@ pub fn run(mut launch: Box<Launch>, args: AcpArgs) -> ExitCode {
     // A blocking read of stdin may still be in flight; do not wait for it.
     runtime.shutdown_background();
     ExitCode::from(code)
-}
-
-/// The provider and model of new sessions.
-fn route(launch: &Launch, args: &AcpArgs) -> (String, String) {
-    let cwd = &launch.process_cwd;
-    let scenario = args.model.as_ref().is_some_and(|m| cwd.join(m).is_file());
-    let provider = args.provider.clone().unwrap_or_else(|| {
-        if scenario {
-            "scripted"
-        } else {
-            dsh_protocol::methods::DEFAULT_PROVIDER
-        }
-        .to_owned()
-    });
-    let model = match (&args.model, provider.as_str()) {
-        (Some(model), "scripted") if model != "echo" => {
-            cwd.join(model).to_string_lossy().into_owned()
-        }
-        (Some(model), _) => model.clone(),
-        (None, "scripted") => "echo".to_owned(),
-        (None, _) => dsh_protocol::methods::DEFAULT_MODEL.to_owned(),
-    };
-    (provider, model)
 }

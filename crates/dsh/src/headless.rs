@@ -67,29 +67,19 @@ fn execute(mut launch: Box<Launch>, args: &HeadlessArgs, out: &mut Output) -> Re
     let cwd = launch.process_cwd.clone();
     // A scenario file as the model means the offline scripted provider;
     // otherwise DeepSeek when a key is configured, else scripted echo.
-    let scenario = args.model.as_ref().is_some_and(|m| cwd.join(m).is_file());
-    let provider = args.provider.clone().unwrap_or_else(|| {
-        let deepseek = launch.var("DEEPSEEK_API_KEY").is_some() && !scenario;
-        if deepseek {
-            "deepseek-official"
-        } else {
-            "scripted"
-        }
-        .to_owned()
-    });
-    let model = match (&args.model, provider.as_str()) {
-        (Some(model), "scripted") if model != "echo" => {
-            cwd.join(model).to_string_lossy().into_owned()
-        }
-        (Some(model), _) => model.clone(),
-        (None, "scripted") => "echo".to_owned(),
-        (None, _) => "deepseek-v4-flash".to_owned(),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let (provider, model) = launch.route(
+        args.provider.as_deref(),
+        args.model.as_deref(),
+        |scenario| {
+            if launch.var("DEEPSEEK_API_KEY").is_some() && !scenario {
+                "deepseek-official"
+            } else {
+                "scripted"
+            }
+        },
+    );
+    let runtime =
+        crate::launch::runtime().map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let completed = runtime.block_on(async {
         let (ours, theirs) = tokio::io::duplex(1 << 16);
         let (requests, frames) = tokio::io::split(theirs);

@@ -227,6 +227,14 @@ const APP_HELP: &str = "Usage: dsh --profile <sdk|sdk-minimal> [--patch <file>].
 Serves the DeepSeek Harness SDK protocol (newline-delimited JSON-RPC 2.0) on stdin/stdout.\n\
 Requires DSH_HOME. Diagnostics go to stderr; set DSH_LOG=debug for more.\n";
 
+/// The async runtime every command runs on (two workers).
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
 impl Launch {
     /// Validates the command line, reads the overlays and checks `DSH_HOME`,
     /// creating it (0700) when it is missing.
@@ -420,6 +428,30 @@ impl Launch {
             },
             editor: None,
         }
+    }
+
+    /// The route of a command's `--provider` and `--model`: the provider
+    /// given, else `unset(scenario)` (whether `--model` names a scenario
+    /// file); for `scripted` the model is `echo` or the scenario file made
+    /// absolute, otherwise the model given or `deepseek-v4-flash`.
+    pub fn route(
+        &self,
+        provider: Option<&str>,
+        model: Option<&str>,
+        unset: impl FnOnce(bool) -> &'static str,
+    ) -> (String, String) {
+        let cwd = &self.process_cwd;
+        let scenario = model.is_some_and(|m| cwd.join(m).is_file());
+        let provider = provider.map_or_else(|| unset(scenario).to_owned(), str::to_owned);
+        let model = match (model, provider.as_str()) {
+            (Some(model), "scripted") if model != "echo" => {
+                cwd.join(model).to_string_lossy().into_owned()
+            }
+            (Some(model), _) => model.to_owned(),
+            (None, "scripted") => "echo".to_owned(),
+            (None, _) => dsh_protocol::methods::DEFAULT_MODEL.to_owned(),
+        };
+        (provider, model)
     }
 
     /// Adds the servers of a `.mcp.json`-format file (`dsh headless

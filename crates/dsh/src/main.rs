@@ -82,11 +82,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match launch::runtime() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("dsh: cannot start the async runtime: {err}");
