@@ -72,8 +72,11 @@ impl ClientFiles {
             .block_on(tokio::time::timeout(ANSWER_WAIT, answer))
         {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(err)) => Err(err.message),
-            Err(_) => Err(format!("no answer within {} s", ANSWER_WAIT.as_secs())),
+            Ok(Err(err)) => Err(format!("the editor refused: {}", err.message)),
+            Err(_) => Err(format!(
+                "the editor did not answer within {} s",
+                ANSWER_WAIT.as_secs()
+            )),
         }
     }
 }

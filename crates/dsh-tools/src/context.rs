@@ -46,7 +46,8 @@ pub trait EditorFiles: Send + Sync {
     /// does not read files, `Some(Err)` when it could not.
     fn read_text(&self, path: &Path) -> Option<Result<String, String>>;
     /// Writes `content` to `path` through the editor (which saves it);
-    /// `None` when the editor does not write files.
+    /// `None` when the editor does not write files, `Some(Err)` with the
+    /// reason (worded for the model) when it could not.
     fn write_text(&self, path: &Path, content: &str) -> Option<Result<(), String>>;
 }
 

@@ -30,6 +30,30 @@ pub(crate) enum Target {
 }
 
 impl Target {
+    /// Hands `content` for `path` to the client's editor (`None` when it
+    /// does not write files). The editor writes by path, not through the
+    /// workspace's descriptor, so beneath the workspace the path must still
+    /// resolve to itself first: a directory swapped for a link since the
+    /// checks (by a command running meanwhile) refuses the write rather
+    /// than let the editor follow it out.
+    pub(crate) fn hand_to_editor(
+        &self,
+        editor: &dyn crate::EditorFiles,
+        path: &Path,
+        content: &str,
+    ) -> Option<Result<(), String>> {
+        if let Target::Beneath { .. } = self
+            && let Some(parent) = path.parent()
+            && std::fs::canonicalize(parent).ok().as_deref() != Some(parent)
+        {
+            return Some(Err(format!(
+                "{} no longer leads where it was checked; nothing was written",
+                parent.display()
+            )));
+        }
+        editor.write_text(path, content)
+    }
+
     /// Creates the missing parent directories of `path`.
     pub(crate) fn create_parents(&self, path: &Path) -> std::io::Result<()> {
         match self {

@@ -240,11 +240,11 @@ fn edit_file(ctx: &ToolContext, resolved: &Resolved, a: &Args, max_bytes: u64) -
         .with_error(ToolErrorCode::FsTooLarge);
     }
     let updated = content.replace(a.old_string.as_str(), &a.new_string);
-    match editor.and_then(|editor| editor.write_text(path, &updated)) {
+    match editor.and_then(|editor| target.hand_to_editor(editor, path, &updated)) {
         Some(Ok(())) => {}
         Some(Err(why)) => {
             return ToolOutput::failure(format!(
-                "Error: cannot edit \"{}\": the editor refused: {why}",
+                "Error: cannot edit \"{}\": {why}",
                 shown.display()
             ));
         }

@@ -155,12 +155,12 @@ fn write_file(ctx: &ToolContext, resolved: &Resolved, content: &str, max_bytes: 
     if let Err(err) = target.create_parents(path) {
         return target.failure(ctx, "create the parent directories of", shown, &err);
     }
-    let through_editor = editor.and_then(|editor| editor.write_text(path, content));
+    let through_editor = editor.and_then(|editor| target.hand_to_editor(editor, path, content));
     let created = match through_editor {
         Some(Ok(())) => !exists,
         Some(Err(why)) => {
             return ToolOutput::failure(format!(
-                "Error: cannot write \"{}\": the editor refused: {why}",
+                "Error: cannot write \"{}\": {why}",
                 shown.display()
             ));
         }

@@ -1,6 +1,7 @@
 //! Shared fixtures: a recording host, a workspace and a tool context.
 
 use dsh_protocol::catalog::{EventPayload, ToolEvent};
+use dsh_tools::EditorFiles;
 use dsh_tools::{
     Approvals, CancellationToken, LANDLOCK_ABI_MAX_VAR, LandlockSupport, Launcher,
     MIN_LANDLOCK_ABI, OutputTap, PermissionMode, SandboxConfig, SessionTools, ToolContext,
@@ -182,6 +183,8 @@ pub struct Fixture {
     pub approvals: Arc<Approvals>,
     /// What sees a foreground command's output (none by default).
     pub tap: Option<Arc<dyn OutputTap>>,
+    /// The client's editor the file tools go through (none by default).
+    pub editor: Option<Arc<dyn EditorFiles>>,
 }
 
 impl Fixture {
@@ -226,6 +229,7 @@ impl Fixture {
             state: Arc::new(SessionTools::new()),
             approvals: Arc::new(Approvals::default()),
             tap: None,
+            editor: None,
             tools: make(config),
             mode,
         }
@@ -247,7 +251,7 @@ impl Fixture {
             cancel,
             approvals: self.approvals.clone(),
             output_tap: self.tap.clone(),
-            editor: None,
+            editor: self.editor.clone(),
         }
     }
 

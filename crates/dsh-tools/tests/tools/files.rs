@@ -824,3 +824,73 @@ async fn a_directory_swapped_for_a_link_mid_call_never_leads_outside() {
         "x\n"
     );
 }
+
+/// An editor whose second read (the one `edit` makes of a file the session
+/// read) swaps the file's directory for a link to `outside`, as a command
+/// running meanwhile could; it records every write it is handed.
+struct SwappingEditor {
+    reads: std::sync::Mutex<usize>,
+    dir: std::path::PathBuf,
+    outside: std::path::PathBuf,
+    writes: std::sync::Mutex<Vec<std::path::PathBuf>>,
+}
+
+impl dsh_tools::EditorFiles for SwappingEditor {
+    fn read_text(&self, path: &Path) -> Option<Result<String, String>> {
+        let mut reads = ok(self.reads.lock(), "lock");
+        *reads += 1;
+        if *reads == 2 {
+            ok(
+                std::fs::rename(&self.dir, self.dir.with_extension("real")),
+                "rename",
+            );
+            ok(symlink(&self.outside, &self.dir), "symlink");
+        }
+        Some(std::fs::read_to_string(path).map_err(|e| e.to_string()))
+    }
+
+    fn write_text(&self, path: &Path, _content: &str) -> Option<Result<(), String>> {
+        ok(self.writes.lock(), "lock").push(path.to_path_buf());
+        Some(Ok(()))
+    }
+}
+
+#[tokio::test]
+async fn an_editor_write_never_follows_a_directory_swapped_after_the_checks() {
+    let mut fx = Fixture::new(PermissionMode::WorkspaceWrite);
+    let outside = outside_dir();
+    ok(
+        std::fs::write(outside.path().join("x.txt"), "secret = 1\n"),
+        "write",
+    );
+    fx.write_file("d/x.txt", "secret = 1\n");
+    let editor = Arc::new(SwappingEditor {
+        reads: std::sync::Mutex::new(0),
+        dir: fx.path("d"),
+        outside: outside.path().to_path_buf(),
+        writes: std::sync::Mutex::new(Vec::new()),
+    });
+    fx.editor = Some(editor.clone());
+    let read = fx.call("read", &read_args("d/x.txt")).await;
+    assert!(!read.is_error, "{}", text(&read));
+    let args = json!({"file_path": "d/x.txt", "old_string": "1", "new_string": "2"}).to_string();
+    let out = fx.call("edit", &args).await;
+    assert!(
+        out.is_error,
+        "the edit went through a swapped directory: {}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("no longer leads where it was checked"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        editor.writes.lock().unwrap().is_empty(),
+        "the editor was handed a write"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("x.txt")).unwrap(),
+        "secret = 1\n"
+    );
+}
