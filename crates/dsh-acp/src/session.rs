@@ -16,7 +16,7 @@ use crate::updates::{self, Announced, Translator};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use dsh_client::Notification;
-use dsh_protocol::catalog::{Event, SessionEvent, TurnEndReason};
+use dsh_protocol::catalog::{AbortReason, Event, SessionEvent, TurnEndReason};
 use dsh_protocol::methods::{SESSION_DELTA, SessionDeltaParams};
 use dsh_protocol::notifications::{SESSION_EVENT, SESSION_STATUS};
 use dsh_server::ServerConfig;
@@ -40,6 +40,13 @@ pub enum Outcome {
 impl Outcome {
     fn of(end: Option<TurnEndReason>) -> Self {
         match end {
+            // A hook refused the prompt or stopped the agent.
+            Some(
+                TurnEndReason::Blocked
+                | TurnEndReason::Aborted {
+                    reason: AbortReason::Hook { .. },
+                },
+            ) => Self::Stopped("refusal"),
             Some(TurnEndReason::Aborted { .. } | TurnEndReason::Interrupted) => {
                 Self::Stopped("cancelled")
             }

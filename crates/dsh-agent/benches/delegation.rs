@@ -160,6 +160,7 @@ fn parent(model: &str, clock: &Arc<Clock>, workspace: PathBuf) -> Agent {
         prices: Default::default(),
         mcp: None,
         editor: None,
+        command_hooks: None,
     };
     Agent::create(config, Start::New)
 }

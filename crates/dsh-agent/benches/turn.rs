@@ -75,6 +75,7 @@ fn new_agent(observer: &Arc<CountingObserver>, store: Option<&SessionStore>) -> 
         prices: Default::default(),
         mcp: None,
         editor: None,
+        command_hooks: None,
     };
     Agent::create(config, Start::New)
 }

@@ -7,6 +7,7 @@
 //! [`hooks`].
 
 use crate::accounting::Accounting;
+use crate::command_hooks::CommandHooks;
 use crate::compaction::Compaction;
 use crate::core::{
     self, Agent, AgentConfig, AgentTool, ChildSpec, Feature, Features, Hooks, Roster, Spawner,
@@ -36,17 +37,23 @@ impl Agent {
 /// Creates an agent over `roster` with the hooks of its profile.
 fn build(config: AgentConfig, start: Start, roster: Arc<Roster>) -> Agent {
     let features = Features {
-        hooks: hooks(&config.profile),
+        hooks: hooks(&config.profile, config.command_hooks.is_some()),
         roster,
         spawner: Arc::new(Builder),
     };
     core::create(config, start, features)
 }
 
-/// The features called at the core's fixed points, in order.
-fn hooks(profile: &Profile) -> Hooks {
-    // Accounting first: a budget ends the turn before compaction spends.
-    let mut features: Vec<Arc<dyn Feature>> = vec![Arc::new(Accounting), Arc::new(Compaction)];
+/// The features called at the core's fixed points, in order; command
+/// hooks only for a session that has some.
+fn hooks(profile: &Profile, command_hooks: bool) -> Hooks {
+    // Accounting first: a budget ends the turn before compaction spends;
+    // a hook refuses a prompt before compaction spends on it.
+    let mut features: Vec<Arc<dyn Feature>> = vec![Arc::new(Accounting)];
+    if command_hooks {
+        features.push(Arc::new(CommandHooks));
+    }
+    features.push(Arc::new(Compaction));
     if profile.reads_project_context() {
         features.push(Arc::new(ProjectContext));
     }

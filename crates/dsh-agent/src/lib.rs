@@ -23,8 +23,9 @@
 //!    interfaces features plug into. It names no feature.
 //! 3. `delegation`, `web_search` — child agents (which later features
 //!    start), and the web search tool of the library.
-//! 4. `accounting`, `compaction`, `goals`, `plan_mode`, `project`, `repeat_guard`,
-//!    `workflow`, `working_directory_tool` — the other features.
+//! 4. `accounting`, `command_hooks`, `compaction`, `goals`, `plan_mode`,
+//!    `project`, `repeat_guard`, `workflow`, `working_directory_tool` —
+//!    the other features.
 //! 5. `builder` — which features each profile has; the only module that
 //!    names them all.
 //!
@@ -66,6 +67,7 @@
 
 mod accounting;
 mod builder;
+mod command_hooks;
 mod compaction;
 mod core;
 mod delegation;

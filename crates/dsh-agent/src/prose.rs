@@ -175,6 +175,15 @@ pub fn interrupted_tool_result() -> dsh_tools::ToolOutput {
     .with_error(dsh_tools::ToolErrorCode::ToolNotStarted)
 }
 
+/// The result of a tool call that did not run because a hook stopped the
+/// agent (`continue: false`) with `reason`.
+pub fn stopped_by_hook_result(reason: &str) -> dsh_tools::ToolOutput {
+    dsh_tools::ToolOutput::failure(format!(
+        "Error: the tool was not run: a hook stopped the agent: {reason}"
+    ))
+    .with_error(dsh_tools::ToolErrorCode::ToolNotStarted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,4 +38,4 @@ mod state;
 pub use error::RpcError;
 pub use serve::{Exit, serve};
 pub use server::Server;
-pub use state::{McpSettings, ServerConfig};
+pub use state::{HookSettings, McpSettings, ServerConfig};

@@ -17,6 +17,10 @@ pub enum Exit {
     EndOfInput,
 }
 
+/// Longest the sessions' `SessionEnd` hooks are waited for at shutdown or
+/// end of input (each hook also has its own time limit).
+const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Serves requests read from `input` until `shutdown` or end of input.
 /// Every response and notification is queued on the server's writer; the
 /// caller flushes it before exiting.
@@ -33,6 +37,8 @@ pub async fn serve<R: AsyncRead + Unpin>(server: &Server, input: R) -> std::io::
         Ok(Some(_)) => ApproverAnswer::Cancelled,
         _ => ApproverAnswer::Unavailable("the client closed its input".to_owned()),
     });
+    let end_of_input = !matches!(shutdown, Ok(Some(_)));
+    server.close_sessions(end_of_input, CLOSE_LIMIT).await;
     server.shutdown();
     while concurrent.join_next().await.is_some() {}
     match shutdown? {

@@ -54,6 +54,7 @@ impl Server {
         workspace: PathBuf,
         log: EventLog,
     ) -> AgentConfig {
+        let command_hooks = self.command_hooks(&init, &workspace);
         AgentConfig {
             session_id: id.to_owned(),
             profile: Arc::clone(&self.inner.config.profile),
@@ -68,8 +69,29 @@ impl Server {
             prices: init.prices,
             mcp: self.mcp_servers(&init.mcp_servers, init.project_mcp, &workspace),
             editor: self.inner.config.editor.clone(),
+            command_hooks,
             workspace,
         }
+    }
+
+    /// The hooks of a session in `workspace`: the launch's and the
+    /// client's, then (when the client or the launch trusts the project)
+    /// the workspace's hook files; `None` when there is none.
+    fn command_hooks(
+        &self,
+        init: &Initialized,
+        workspace: &Path,
+    ) -> Option<Arc<dsh_hooks::SessionHooks>> {
+        let mut set = (*init.hooks).clone();
+        if init.project_hooks || self.inner.config.hooks.trust_project {
+            set.add_project(workspace);
+        }
+        (!set.is_empty()).then(|| {
+            Arc::new(dsh_hooks::SessionHooks {
+                set,
+                hidden: self.inner.config.hooks.hidden.clone(),
+            })
+        })
     }
 
     /// The MCP servers of a session in `workspace`: those of `initialize`
@@ -287,6 +309,29 @@ impl Server {
     /// The session `id` if it is open in this process.
     pub(crate) fn session(&self, id: &str) -> Option<Arc<Agent>> {
         self.registry().sessions.get(id).cloned()
+    }
+
+    /// Tells every open root session it is closing (their `SessionEnd`
+    /// hooks run and are recorded), all at once, for at most `limit`.
+    /// `end_of_input`: the client's input ended.
+    pub async fn close_sessions(&self, end_of_input: bool, limit: std::time::Duration) {
+        let roots: Vec<Arc<Agent>> = self
+            .registry()
+            .sessions
+            .values()
+            .filter(|agent| agent.parent_id().is_none())
+            .cloned()
+            .collect();
+        if roots.is_empty() {
+            return;
+        }
+        let closing = futures_util::future::join_all(roots.iter().map(|a| a.close(end_of_input)));
+        if tokio::time::timeout(limit, closing).await.is_err() {
+            tracing::warn!(
+                "SessionEnd hooks still ran after {} s; not waited for",
+                limit.as_secs()
+            );
+        }
     }
 
     /// Stops everything: no further notifications, agents disposed (running

@@ -44,6 +44,21 @@ pub struct ServerConfig {
     /// The client's editor that file tools go through (`dsh acp`); `None`:
     /// the disk.
     pub editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
+    /// Command hooks of the launch and how they run.
+    pub hooks: HookSettings,
+}
+
+/// The hooks side of a launch.
+#[derive(Clone, Default)]
+pub struct HookSettings {
+    /// Hooks of the launch (`DSH_HOME/hooks.json`, `--patch` overlays'
+    /// `hooks:`), before those an `initialize` adds.
+    pub launch: dsh_hooks::HookSet,
+    /// Variables hidden from hooks (the sandbox's list).
+    pub hidden: dsh_tools::HiddenEnv,
+    /// Whether the workspace's hook files run without the client asking
+    /// (`DSH_TRUST_PROJECT_HOOKS=1`).
+    pub trust_project: bool,
 }
 
 /// The MCP side of a launch.
@@ -71,6 +86,10 @@ pub(crate) struct Initialized {
     pub mcp_servers: Arc<Vec<dsh_mcp::ServerConfig>>,
     /// Whether a session also reads its workspace's `.mcp.json`.
     pub project_mcp: bool,
+    /// Hooks for new sessions: the launch's, then the client's.
+    pub hooks: Arc<dsh_hooks::HookSet>,
+    /// Whether a session also runs its workspace's hook files.
+    pub project_hooks: bool,
 }
 
 /// How the sessions created after an `initialize` decide requests for

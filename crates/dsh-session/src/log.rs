@@ -283,14 +283,15 @@ impl EventLog {
         let seq = self.next_seq;
         let time = draft.time.unwrap_or_else(now_ms).max(self.last_time);
         let summarized = matches!(draft.kind(), "turn/end" | "session/title");
+        let kind = draft.kind().to_owned();
         let envelope = SessionEvent {
-            kind: draft.kind().to_owned(),
+            ignorable: dsh_protocol::catalog::ignorable(&kind),
+            kind,
             seq,
             time,
             data: &draft.data,
             source_event_seqs: draft.source_event_seqs,
             surface_op: draft.surface_op,
-            ignorable: None,
         };
         // Serialised once; the same bytes are written and notified. A long
         // text the last event held is shared, not copied again.

@@ -387,6 +387,32 @@ pub async fn check_call(
     refusal(&verdict, &format!("the call of {tool}"))
 }
 
+/// Whether a call of `tool` may run when something other than a rule
+/// asks for the client's word (a `PreToolUse` hook's `ask`): `None` when
+/// the client approved, else the refused result. `approval/asked` (with
+/// `reason`) and `approval/decided` are recorded. Without a client that
+/// answers approvals the call is refused (fail closed); an `allow-session`
+/// answer approves this call only (the hook asks again next time).
+pub async fn ask_for_call(
+    ctx: &ToolContext,
+    tool: &str,
+    arguments: &Value,
+    reason: String,
+) -> Option<ToolOutput> {
+    let approvals = Arc::clone(&ctx.approvals);
+    let id = uuid::Uuid::new_v4().to_string();
+    emit_asked(ctx, &id, tool, &reason);
+    let verdict = match &approvals.approver {
+        Some(approver) => {
+            let question = question(ctx, &id, tool, arguments.clone(), reason);
+            ask(approver.as_ref(), question, approvals.timeout, ctx).await
+        }
+        None => Verdict::official_unavailable(),
+    };
+    emit_decided(ctx, id, &verdict);
+    refusal(&verdict, &format!("the call of {tool}"))
+}
+
 /// Puts `question` to the client, bounded by `timeout` and the call's
 /// cancellation.
 async fn ask(

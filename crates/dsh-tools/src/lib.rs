@@ -89,7 +89,7 @@ mod write_guard;
 
 pub use approval::{
     ApprovalQuestion, Approvals, Approver, ApproverAnswer, ApproverFuture, CallHints,
-    DEFAULT_APPROVAL_TIMEOUT, check_call,
+    DEFAULT_APPROVAL_TIMEOUT, ask_for_call, check_call,
 };
 pub use args::check_arguments;
 pub use config::{DEFAULT_BASH_TIMEOUT, DEFAULT_SHELL_TIMEOUT, DEFAULT_WEB_TIMEOUT, ToolsConfig};

@@ -11,7 +11,7 @@ use dsh_llm::{
     DEFAULT_ERROR_BODY_BYTES, DEFAULT_IDLE_TIMEOUT, ERROR_BODY_BYTES_VAR, ProviderEnv,
     ProviderRegistry, REPLY_BYTES_VAR, ReplyLimits, RetryPolicy,
 };
-use dsh_server::{McpSettings, ServerConfig};
+use dsh_server::{HookSettings, McpSettings, ServerConfig};
 use dsh_session::store::{Encoding, SessionStore};
 use dsh_tools::{
     DEFAULT_FILE_MAX_BYTES, DEFAULT_SPILL_MAX_BYTES, DEFAULT_SPILL_SESSION_MAX_BYTES,
@@ -73,6 +73,14 @@ pub enum LaunchError {
     #[error("Error: dsh: invalid overlay {path}: {message}")]
     InvalidOverlay {
         /// The file, made absolute.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// `DSH_HOME/hooks.json` cannot be read or does not fit.
+    #[error("Error: dsh: hooks {path}: {message}")]
+    Hooks {
+        /// The file.
         path: PathBuf,
         /// What is wrong.
         message: String,
@@ -164,6 +172,9 @@ pub struct Launch {
     mcp_message_max_bytes: usize,
     /// The `sdk` profile's `web_search` tool.
     web_search: Option<WebSearch>,
+    /// Command hooks of the launch: `DSH_HOME/hooks.json`, then the
+    /// overlays' `hooks:`.
+    hooks: dsh_hooks::HookSet,
 }
 
 /// The sandbox settings of the launch environment.
@@ -270,6 +281,7 @@ impl Launch {
         };
         let dsh_home = resolve_home(&home, &process_cwd, env.get("HOME").as_deref());
         crate::home::prepare(&dsh_home)?;
+        let hooks = launch_hooks(&dsh_home, &env.hooks)?;
         let profile = if name != "sdk-minimal" {
             let mode = match env.get("DSH_PERMISSION_MODE") {
                 Some(mode) => mode
@@ -360,6 +372,7 @@ impl Launch {
             spill,
             mcp_message_max_bytes,
             web_search,
+            hooks,
         });
         Ok(Prepared::Run(launch))
     }
@@ -405,6 +418,11 @@ impl Launch {
         if let Some(web_search) = self.web_search {
             tools.insert(std::sync::Arc::new(web_search));
         }
+        let hooks = HookSettings {
+            launch: self.hooks,
+            hidden: self.sandbox.hidden_env.clone(),
+            trust_project: self.env.get(TRUST_PROJECT_HOOKS_VAR).as_deref() == Some("1"),
+        };
         ServerConfig {
             profile: std::sync::Arc::new(self.profile),
             store: SessionStore::new(home.clone()),
@@ -427,6 +445,7 @@ impl Launch {
                 },
             },
             editor: None,
+            hooks,
         }
     }
 
@@ -520,6 +539,32 @@ fn resolve_home(home: &str, cwd: &Path, user_home: Option<&str>) -> PathBuf {
     cwd.join(expanded)
 }
 
+/// `DSH_TRUST_PROJECT_HOOKS=1`: run the workspace's hook files
+/// (`.claude/settings.json`, `.claude/settings.local.json`,
+/// `.codex/hooks.json`) without the client asking.
+const TRUST_PROJECT_HOOKS_VAR: &str = "DSH_TRUST_PROJECT_HOOKS";
+
+/// The hooks of the launch: `DSH_HOME/hooks.json` (Claude Code's
+/// `settings.json` shape), then the overlays'.
+fn launch_hooks(
+    dsh_home: &Path,
+    overlays: &dsh_hooks::HookSet,
+) -> Result<dsh_hooks::HookSet, LaunchError> {
+    let path = dsh_home.join("hooks.json");
+    let error = |message: String| LaunchError::Hooks {
+        path: path.clone(),
+        message,
+    };
+    let mut hooks = dsh_hooks::HookSet::default();
+    if let Some(settings) = dsh_hooks::config::read_json(&path).map_err(|e| error(e.to_string()))? {
+        hooks
+            .add_settings(dsh_hooks::SourceKind::Home, Some(&path), &settings)
+            .map_err(|e| error(e.to_string()))?;
+    }
+    hooks.extend(overlays);
+    Ok(hooks)
+}
+
 /// The launch environment: the process environment, then values from
 /// overlays' `env:` maps for variables the process does not set. The
 /// process environment itself is never modified.
@@ -531,6 +576,8 @@ struct LaunchEnv {
     /// Overlays' `mcpServers:` and `dsh headless --mcp` files; the first
     /// of a name wins.
     mcp_servers: Vec<dsh_mcp::ServerConfig>,
+    /// Overlays' `hooks:` (Claude Code's `hooks` shape), in order.
+    hooks: dsh_hooks::HookSet,
 }
 
 impl LaunchEnv {
@@ -646,6 +693,13 @@ impl LaunchEnv {
                             .map_err(|e| invalid(e.to_string()))?;
                     self.mcp_servers =
                         dsh_mcp::config::merge([std::mem::take(&mut self.mcp_servers), servers]);
+                }
+                (Some("hooks"), hooks) => {
+                    let json =
+                        serde_json::to_value(&hooks).map_err(|e| invalid(format!("hooks: {e}")))?;
+                    self.hooks
+                        .add_hooks(dsh_hooks::SourceKind::Patch, Some(path), &json)
+                        .map_err(|e| invalid(format!("hooks: {e}")))?;
                 }
                 (Some(other), _) => tracing::warn!(
                     "overlay {}: key \"{other}\" is not supported and is ignored",

@@ -123,6 +123,9 @@ fn print_schema() -> ExitCode {
     }
 }
 
+/// Longest the sessions' `SessionEnd` hooks are waited for after a signal.
+const SIGNAL_CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Serves the requests read from `input` until `shutdown`, end of input or
 /// a signal; returns the exit code.
 async fn run(server: Server, input: tokio::fs::File) -> u8 {
@@ -147,10 +150,12 @@ async fn run(server: Server, input: tokio::fs::File) -> u8 {
             }
         },
         _ = term.recv() => {
+            server.close_sessions(false, SIGNAL_CLOSE_LIMIT).await;
             server.shutdown();
             0
         }
         _ = int.recv() => {
+            server.close_sessions(false, SIGNAL_CLOSE_LIMIT).await;
             server.shutdown();
             130
         }

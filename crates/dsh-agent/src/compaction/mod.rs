@@ -133,6 +133,11 @@ async fn recover(
 /// Condenses the history entries `..end` (shortened to what a summary call
 /// can carry).
 async fn pass(core: &Core, turn: u32, end: usize, cancel: &CancellationToken) -> Pass {
+    // The features hear of it first (`PreCompact` hooks); the compaction
+    // is triggered by the window's pressure.
+    for feature in core.hooks.iter() {
+        feature.compacting(core, turn, "auto").await;
+    }
     let id = new_message_id();
     let (request, start_seq, seqs, shadowed_tokens) = {
         let mut state = core.state();

@@ -243,6 +243,20 @@ impl Agent {
         self.core.lineage.depth
     }
 
+    /// Tells the features the session is closing (`SessionEnd` hooks run
+    /// and are recorded), before [`dispose`](Self::dispose). `end_of_input`:
+    /// the client's input ended (else a `shutdown` or a close).
+    pub async fn close(&self, end_of_input: bool) {
+        let reason = if end_of_input {
+            "prompt_input_exit"
+        } else {
+            "other"
+        };
+        for feature in self.core.hooks.iter() {
+            feature.closing(&self.core, reason).await;
+        }
+    }
+
     /// Stops the agent for good: the loop stops, a running turn ends
     /// `aborted` (`disposed`), pending inbox entries are cancelled, and the
     /// log is synced to stable storage; waiters of [`wait_idle`](Self::wait_idle)

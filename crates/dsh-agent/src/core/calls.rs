@@ -3,13 +3,14 @@
 //! calls records all its `tool/call`s first and its results once all ran.
 
 use super::attempt::tool_calls;
+use super::hooks::{CallView, Gate};
 use super::shared::Core;
 use super::state::Delivery;
 use super::state::interrupted;
 use super::tools::{ToolCall, ToolOutcome};
 use crate::{offload, prose};
-use dsh_protocol::catalog::{ToolCall as ToolCallEvent, ToolErrorCode, TurnEndReason};
-use dsh_session::Message;
+use dsh_protocol::catalog::{AbortReason, ToolCall as ToolCallEvent, ToolErrorCode, TurnEndReason};
+use dsh_session::{Message, UserMessage};
 use dsh_tools::{CancellationToken, ToolOutput};
 
 /// What a step's calls came to.
@@ -77,33 +78,44 @@ pub(super) async fn run(
             }
             (seqs, state.cwd.clone())
         };
-        let mut outcomes: Vec<ToolOutcome> = Vec::with_capacity(end - n);
+        let mut ran: Vec<OneCall> = Vec::with_capacity(end - n);
+        let mut stop: Option<String> = None;
         for (call_id, name, arguments) in &calls[n..end] {
-            let call = ToolCall {
-                core,
+            let view = CallView {
+                turn,
                 call_id,
                 name,
                 arguments,
-                cwd: cwd.clone(),
-                cancel,
-                turn,
-                step,
+                cwd: &cwd,
             };
-            outcomes.push(core.roster.run(call).await);
+            let one = run_one(core, step, view, cancel).await;
+            if stop.is_none() {
+                stop.clone_from(&one.stop);
+            }
+            ran.push(one);
         }
         let mut state = core.state();
-        for (((call_id, name, arguments), call_seq), outcome) in
-            calls[n..end].iter().zip(seqs).zip(outcomes)
+        for (((call_id, name, arguments), call_seq), one) in calls[n..end].iter().zip(seqs).zip(ran)
         {
-            state.tool_result(turn, step, call_id, Some(call_seq), outcome.output);
+            state.tool_result(turn, step, call_id, Some(call_seq), one.outcome.output);
             // A follow-up joins right after its call's result.
-            if let Some(notice) = outcome.follow_up {
+            for notice in [one.outcome.follow_up, one.notice].into_iter().flatten() {
                 state.deliver(notice, Delivery::Notice, None);
             }
             for feature in core.hooks.iter() {
                 feature.tool_finished(&mut state, name, arguments);
             }
-            end_turn |= outcome.end_turn;
+            end_turn |= one.outcome.end_turn;
+        }
+        if let Some(reason) = stop {
+            // A hook stopped the agent: the calls after this batch do not run.
+            for (id, _, _) in calls.iter().skip(end) {
+                state.tool_result(turn, step, id, None, prose::stopped_by_hook_result(&reason));
+            }
+            state.end_step(turn, step);
+            return Err(TurnEndReason::Aborted {
+                reason: AbortReason::Hook { reason },
+            });
         }
         drop(state);
         n = end;
@@ -112,6 +124,90 @@ pub(super) async fn run(
         any: !calls.is_empty(),
         end_turn,
     })
+}
+
+/// One call's outcome and what the features said after it.
+struct OneCall {
+    outcome: ToolOutcome,
+    /// A notice for the model after the result.
+    notice: Option<UserMessage>,
+    /// End the turn with this reason.
+    stop: Option<String>,
+}
+
+impl From<ToolOutput> for OneCall {
+    fn from(output: ToolOutput) -> Self {
+        Self {
+            outcome: output.into(),
+            notice: None,
+            stop: None,
+        }
+    }
+}
+
+/// Runs one call of step `step` through the features' gate (which may
+/// rewrite its arguments, ask the client, refuse it or stop the turn),
+/// then tells the features how it ended.
+async fn run_one(
+    core: &Core,
+    step: u32,
+    view: CallView<'_>,
+    cancel: &CancellationToken,
+) -> OneCall {
+    let mut gate = Gate::Run(None);
+    for feature in core.hooks.iter() {
+        gate = feature.before_tool(core, &view, cancel).await;
+        if !matches!(gate, Gate::Run(None)) {
+            break;
+        }
+    }
+    let (rewritten, ask) = match gate {
+        Gate::Run(rewritten) => (rewritten, None),
+        Gate::Ask(reason, rewritten) => (rewritten, Some(reason)),
+        Gate::Refuse(output) => return output.into(),
+        Gate::Stop(reason) => {
+            return OneCall {
+                stop: Some(reason.clone()),
+                ..prose::stopped_by_hook_result(&reason).into()
+            };
+        }
+    };
+    let view = CallView {
+        arguments: rewritten.as_deref().unwrap_or(view.arguments),
+        ..view
+    };
+    let call = || ToolCall {
+        core,
+        call_id: view.call_id,
+        name: view.name,
+        arguments: view.arguments,
+        cwd: view.cwd.to_path_buf(),
+        cancel,
+        turn: view.turn,
+        step,
+    };
+    if let Some(reason) = ask {
+        let shown = serde_json::from_str(view.arguments)
+            .unwrap_or_else(|_| serde_json::Value::from(view.arguments));
+        let ctx = super::tools::context(call());
+        if let Some(refused) = dsh_tools::ask_for_call(&ctx, view.name, &shown, reason).await {
+            return refused.into();
+        }
+    }
+    let outcome = core.roster.run(call()).await;
+    let mut one = OneCall {
+        outcome,
+        notice: None,
+        stop: None,
+    };
+    for feature in core.hooks.iter() {
+        let after = feature
+            .after_tool(core, &view, &one.outcome.output, cancel)
+            .await;
+        one.notice = one.notice.or(after.notice);
+        one.stop = one.stop.or(after.stop);
+    }
+    one
 }
 
 /// The end of the batch of calls starting at `start`: the consecutive

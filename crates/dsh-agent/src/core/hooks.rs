@@ -13,8 +13,9 @@ use crate::prose::Section;
 use dsh_protocol::catalog::{Event, TurnEndReason, Usage};
 use dsh_session::UserMessage;
 use dsh_session::store::ResumeFacts;
-use dsh_tools::CancellationToken;
+use dsh_tools::{CancellationToken, ToolOutput};
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -29,6 +30,54 @@ pub(crate) enum ContextSlot {
     AfterClaimed,
     /// Right after the runtime-context snapshot.
     AfterRuntimeContext,
+}
+
+/// A tool call as the features see it before and after it runs.
+pub(crate) struct CallView<'a> {
+    /// Its turn.
+    pub turn: u32,
+    /// Its call id.
+    pub call_id: &'a str,
+    /// The tool's name.
+    pub name: &'a str,
+    /// The argument text it runs with.
+    pub arguments: &'a str,
+    /// The session's directory when it started.
+    pub cwd: &'a Path,
+}
+
+/// What a feature says of a tool call about to run.
+pub(crate) enum Gate {
+    /// Let it run, with these arguments when they were rewritten.
+    Run(Option<String>),
+    /// Ask the client first, with this reason (and these arguments when
+    /// they were rewritten).
+    Ask(String, Option<String>),
+    /// Do not run it: this is its result.
+    Refuse(ToolOutput),
+    /// Do not run it, and end the turn (`aborted`, kind `hook`) with this
+    /// reason once the step's results are recorded.
+    Stop(String),
+}
+
+/// What a feature says once a tool call ran.
+#[derive(Default)]
+pub(crate) struct AfterTool {
+    /// A notice for the model, delivered right after the result.
+    pub notice: Option<UserMessage>,
+    /// End the turn with this reason once the step's results are
+    /// recorded.
+    pub stop: Option<String>,
+}
+
+/// What a feature says when the model ended its turn.
+pub(crate) enum Stopping {
+    /// Let the turn complete.
+    End,
+    /// Keep working: this message joins the next step.
+    Continue(UserMessage),
+    /// End the turn `aborted` (kind `hook`) with this reason.
+    Abort(String),
 }
 
 /// A feature's entry points into the agent loop.
@@ -118,6 +167,62 @@ pub(crate) trait Feature: Send + Sync {
     /// The agent is being disposed: its open turn was closed, its inboxes
     /// are not yet cancelled.
     fn disposed(&self, _state: &mut AgentState) {}
+
+    /// A tool call of turn `call.turn` is about to run (its `tool/call` is
+    /// recorded): it may be let through (its arguments rewritten), asked
+    /// about, refused, or end the turn. The first feature that does not
+    /// let it run decides.
+    fn before_tool<'a>(
+        &'a self,
+        _core: &'a Core,
+        _call: &'a CallView<'a>,
+        _cancel: &'a CancellationToken,
+    ) -> HookFuture<'a, Gate> {
+        Box::pin(std::future::ready(Gate::Run(None)))
+    }
+
+    /// A tool call ran with `output`, which is not recorded yet.
+    fn after_tool<'a>(
+        &'a self,
+        _core: &'a Core,
+        _call: &'a CallView<'a>,
+        _output: &'a ToolOutput,
+        _cancel: &'a CancellationToken,
+    ) -> HookFuture<'a, AfterTool> {
+        Box::pin(std::future::ready(AfterTool::default()))
+    }
+
+    /// The model ended turn `turn` (no tool call, nothing waiting for the
+    /// next step): the turn may go on, or end another way.
+    fn stopping<'a>(
+        &'a self,
+        _core: &'a Core,
+        _turn: u32,
+        _cancel: &'a CancellationToken,
+    ) -> HookFuture<'a, Stopping> {
+        Box::pin(std::future::ready(Stopping::End))
+    }
+
+    /// The history of turn `turn` is about to be compacted (`trigger`:
+    /// `auto` when the window filled, `manual` when asked for).
+    fn compacting<'a>(
+        &'a self,
+        _core: &'a Core,
+        _turn: u32,
+        _trigger: &'static str,
+    ) -> HookFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    /// A tool of the agent asks the client for approval (`approval/asked`
+    /// is recorded). Called with no lock held; must not wait.
+    fn approval_asked(&self, _core: &Core, _tool: &str, _reason: &str) {}
+
+    /// The session is about to close (`reason`: `prompt_input_exit` at end
+    /// of input, `other` otherwise); its agent is not disposed yet.
+    fn closing<'a>(&'a self, _core: &'a Core, _reason: &'a str) -> HookFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// The features of one agent, called in the builder's order.

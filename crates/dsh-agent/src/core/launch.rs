@@ -89,6 +89,7 @@ pub(crate) fn create(config: AgentConfig, start: Start, features: Features) -> A
         prices: config.prices,
         mcp: config.mcp,
         editor: config.editor,
+        command_hooks: config.command_hooks,
         hooks: features.hooks,
         cancel,
         wake: Notify::new(),

@@ -32,7 +32,9 @@ pub use tree::{HostError, Lineage, ParentLink, SessionHost};
 pub use working_directory::WorkingDirectoryError;
 
 pub(crate) use attempt::attempt;
-pub(crate) use hooks::{ContextSlot, Feature, HookFuture, Hooks};
+pub(crate) use hooks::{
+    AfterTool, CallView, ContextSlot, Feature, Gate, HookFuture, Hooks, Stopping,
+};
 pub(crate) use launch::create;
 pub(crate) use shared::Core;
 pub(crate) use start::Features;

@@ -53,6 +53,8 @@ pub(crate) struct Core {
     pub mcp: Option<dsh_mcp::SessionServers>,
     /// The client's editor that file tools go through, if any.
     pub editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
+    /// The command hooks the session runs, if any.
+    pub command_hooks: Option<Arc<dsh_hooks::SessionHooks>>,
     /// The features, called at the core's fixed points.
     pub hooks: Hooks,
     /// Cancelled when the agent is disposed; running tools stop.

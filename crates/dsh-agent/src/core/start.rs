@@ -54,6 +54,9 @@ pub struct AgentConfig {
     /// The client's editor that file tools read and write through
     /// (`dsh acp`; its subagents inherit it); `None`: the disk.
     pub editor: Option<Arc<dyn dsh_tools::EditorFiles>>,
+    /// The command hooks the session runs (Claude Code's format; its
+    /// subagents inherit them); `None`: none.
+    pub command_hooks: Option<Arc<dsh_hooks::SessionHooks>>,
 }
 
 /// How the session comes to be.

@@ -275,6 +275,11 @@ impl AgentState {
         self.log.session_id()
     }
 
+    /// The session log's file, when it is stored.
+    pub fn log_file(&self) -> Option<&std::path::Path> {
+        self.log.location().map(|l| l.file.as_path())
+    }
+
     /// A feature's own state.
     pub fn extension<T: Any + Send + Default>(&mut self) -> &mut T {
         self.extensions.get_mut::<T>()

@@ -145,6 +145,7 @@ async fn features_and_tools_plug_in_at_the_documented_points() {
         prices: Default::default(),
         mcp: None,
         editor: None,
+        command_hooks: None,
     };
     let roster = Roster::new(Arc::clone(&config.tools), &[Arc::new(Stop)]);
     let features = Features {

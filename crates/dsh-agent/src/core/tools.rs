@@ -171,7 +171,7 @@ impl Roster {
 }
 
 /// The context of a call of a tool outside the agent's features.
-fn context(call: ToolCall<'_>) -> ToolContext {
+pub(super) fn context(call: ToolCall<'_>) -> ToolContext {
     let core = call.core;
     ToolContext {
         session_id: core.id.clone(),
@@ -259,7 +259,18 @@ const TOOL_JOBS: &str = "tool-jobs";
 impl ToolHost for AgentToolHost {
     fn emit(&self, event: ToolEvent) {
         if let Some(core) = self.0.upgrade() {
+            let asked = match &event {
+                ToolEvent::ApprovalAsked(asked) => {
+                    Some((asked.tool_name.clone(), asked.reason.clone()))
+                }
+                _ => None,
+            };
             core.state().event(event);
+            if let Some((tool, reason)) = asked {
+                for feature in core.hooks.iter() {
+                    feature.approval_asked(&core, &tool, &reason);
+                }
+            }
         }
     }
 

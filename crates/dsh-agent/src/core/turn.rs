@@ -1,11 +1,13 @@
 //! One turn: steps of a model call and its tool calls, until the model
 //! stops calling tools and nothing waits for the next step.
 
+use super::hooks::Stopping;
 use super::shared::Core;
-use super::state::interrupted;
+use super::state::{Delivery, interrupted};
 use super::{attempt, calls, context};
-use dsh_protocol::catalog::TurnEndReason;
+use dsh_protocol::catalog::{AbortReason, TurnEndReason};
 use dsh_session::UserMessage;
+use dsh_tools::CancellationToken;
 
 /// Runs the steps of turn `turn` over the `claimed` messages and returns the
 /// `turn/end` reason. `turn/end` itself is appended by the caller.
@@ -61,13 +63,30 @@ pub(super) async fn run(core: &Core, turn: u32, claimed: Vec<UserMessage>) -> Tu
             Ok(ran) => ran,
             Err(reason) => return reason,
         };
-        let mut state = core.state();
-        state.end_step(turn, step);
+        let done = {
+            let mut state = core.state();
+            state.end_step(turn, step);
+            !ran.any && state.next_step.is_empty()
+        };
         if cancel.is_cancelled() {
             return interrupted();
         }
-        if !ran.any && state.next_step.is_empty() {
-            return TurnEndReason::Completed;
+        if done {
+            // The model is done: the features may keep it working.
+            match stopping(core, turn, &cancel).await {
+                Stopping::End => return TurnEndReason::Completed,
+                Stopping::Abort(reason) => {
+                    return TurnEndReason::Aborted {
+                        reason: AbortReason::Hook { reason },
+                    };
+                }
+                Stopping::Continue(message) => {
+                    let mut state = core.state();
+                    state.deliver(message, Delivery::Notice, None);
+                    claimed = state.claim_next_step();
+                    continue;
+                }
+            }
         }
         // A tool asked for the turn to end (a workflow child's structured
         // output is recorded).
@@ -76,6 +95,18 @@ pub(super) async fn run(core: &Core, turn: u32, claimed: Vec<UserMessage>) -> Tu
         }
         // What arrived during the step joins the next one: claimed between
         // the two steps, as the official runtime does.
-        claimed = state.claim_next_step();
+        claimed = core.state().claim_next_step();
     }
+}
+
+/// What the features say when the model ended turn `turn`: the first that
+/// does not let it end decides.
+async fn stopping(core: &Core, turn: u32, cancel: &CancellationToken) -> Stopping {
+    for feature in core.hooks.iter() {
+        match feature.stopping(core, turn, cancel).await {
+            Stopping::End => {}
+            other => return other,
+        }
+    }
+    Stopping::End
 }

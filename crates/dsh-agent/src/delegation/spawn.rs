@@ -195,6 +195,7 @@ pub(crate) async fn create_child(core: &Core, plan: ChildPlan) -> Result<String,
         prices: Arc::clone(&core.prices),
         mcp: core.mcp.clone(),
         editor: core.editor.clone(),
+        command_hooks: core.command_hooks.clone(),
     };
     let child = core.spawner.spawn(ChildSpec {
         config,

@@ -360,6 +360,7 @@ impl Rig {
             prices: Default::default(),
             mcp: None,
             editor: None,
+            command_hooks: None,
         };
         (Agent::create(config, start), seen)
     }

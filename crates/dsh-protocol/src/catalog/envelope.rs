@@ -137,6 +137,13 @@ pub enum RangeOp {
     },
 }
 
+/// The `ignorable` flag an event of type `kind` is written with: `true`
+/// for dsh's own types (`dsh/…`), which the official runtime's reader then
+/// skips; absent otherwise.
+pub fn ignorable(kind: &str) -> Option<bool> {
+    kind.starts_with("dsh/").then_some(true)
+}
+
 /// An event before the log has given it a `seq` (and, usually, a `time`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventDraft<D> {
@@ -197,6 +204,7 @@ impl<D: EventPayload> EventDraft<D> {
 
     /// The event at `seq`, at the draft's time or else `time`.
     pub fn into_event(self, seq: u64, time: u64) -> SessionEvent<D> {
+        let ignorable = ignorable(self.data.kind());
         SessionEvent {
             kind: self.data.kind().to_owned(),
             seq,
@@ -204,7 +212,7 @@ impl<D: EventPayload> EventDraft<D> {
             data: self.data,
             source_event_seqs: self.source_event_seqs,
             surface_op: self.surface_op,
-            ignorable: None,
+            ignorable,
         }
     }
 }

@@ -23,6 +23,7 @@ mod codes;
 mod compaction;
 mod envelope;
 mod goal;
+mod hooks;
 mod inbox;
 mod llm;
 mod session;
@@ -34,10 +35,11 @@ mod workflow;
 
 pub use codes::{LlmFailureCode, ToolErrorCode};
 pub use compaction::{CompactionEnd, CompactionStart, CompactionSummary, SeqRange};
-pub use envelope::{AppendOp, EventDraft, RangeOp, SessionEvent, SurfaceOp};
+pub use envelope::{AppendOp, EventDraft, RangeOp, SessionEvent, SurfaceOp, ignorable};
 pub use goal::{
     BlockedCode, BlockedReason, GoalChange, GoalChangeKind, GoalOperation, GoalPhase, GoalSnapshot,
 };
+pub use hooks::{HookRunEvent, HookSource, HooksLoaded};
 pub use inbox::{InboxSpliced, InboxTarget, SpliceOutcome};
 pub use llm::{LlmFailure, LlmRetry, LlmRetryStarted, Millis, RetryMode, Usage};
 pub use session::{
@@ -287,4 +289,8 @@ catalogue! {
     WorkflowAgentEnd(WorkflowAgentEnd),
     /// `tool-workflow/run-end`.
     WorkflowRunEnd(WorkflowRunEnd),
+    /// `dsh/hooks-loaded` (dsh's extension).
+    HooksLoaded(HooksLoaded),
+    /// `dsh/hook-run` (dsh's extension).
+    HookRun(HookRunEvent),
 }

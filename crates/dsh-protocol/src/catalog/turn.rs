@@ -45,6 +45,8 @@ pub enum TurnEndReason {
     },
     /// The runtime stopped during the turn (written by resume repair).
     Interrupted,
+    /// A hook refused the turn's prompt (`UserPromptSubmit`).
+    Blocked,
     /// A reason this runtime does not know (read from another runtime).
     #[serde(other)]
     Other,
@@ -59,13 +61,14 @@ impl TurnEndReason {
             Self::Error { .. } => "error",
             Self::Aborted { .. } => "aborted",
             Self::Interrupted => "interrupted",
+            Self::Blocked => "blocked",
             Self::Other => return None,
         })
     }
 }
 
 /// `turn/end.reason.reason` of an aborted turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 #[schemars(transform = super::other_kind)]
 pub enum AbortReason {
@@ -80,6 +83,12 @@ pub enum AbortReason {
     Budget {
         /// The limit reached.
         limit: BudgetLimit,
+    },
+    /// A hook stopped the agent (`continue: false`), with its
+    /// `stopReason`.
+    Hook {
+        /// Why.
+        reason: String,
     },
     /// A cause this runtime does not know.
     #[serde(other)]

@@ -37,6 +37,12 @@ pub enum ExtensionError {
     /// `initialize`: `projectMcp` is not a boolean.
     #[error("initialize projectMcp must be a boolean")]
     ProjectMcp,
+    /// `initialize`: `hooks` does not fit Claude Code's shape.
+    #[error("initialize hooks: {0}")]
+    Hooks(String),
+    /// `initialize`: `projectHooks` is not a boolean.
+    #[error("initialize projectHooks must be a boolean")]
+    ProjectHooks,
     /// `initialize`: an MCP server configuration is unusable.
     #[error("initialize {0}")]
     McpServers(String),

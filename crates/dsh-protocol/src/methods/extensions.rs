@@ -71,6 +71,9 @@ pub struct RuntimeCapabilities {
     /// `mcpServers` and `projectMcp` in `initialize`, the `mcp.server`
     /// notification.
     pub mcp: bool,
+    /// `hooks` and `projectHooks` in `initialize`; command hooks in
+    /// Claude Code's format.
+    pub hooks: bool,
 }
 
 impl RuntimeCapabilities {
@@ -86,6 +89,7 @@ impl RuntimeCapabilities {
         session_list: true,
         session_fork: true,
         mcp: true,
+        hooks: true,
     };
 }
 
@@ -126,6 +130,17 @@ pub struct InitializeExtensions {
     /// repository is attacker-controlled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_mcp: Option<bool>,
+    /// Command hooks for the sessions created afterwards, in Claude Code's
+    /// `hooks` shape (event name → `[{matcher, hooks: [{type: "command",
+    /// command, timeout}]}]`), checked by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "JsonObject")]
+    pub hooks: Option<Value>,
+    /// Also run the workspace's hooks (`.claude/settings.json`,
+    /// `.claude/settings.local.json`, `.codex/hooks.json`); off by
+    /// default: a cloned repository is attacker-controlled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_hooks: Option<bool>,
 }
 
 impl InitializeExtensions {
@@ -325,6 +340,18 @@ impl InitializeExtensions {
             Some(Value::Bool(flag)) => Some(flag),
             Some(_) => return Err(ExtensionError::ProjectMcp),
         };
+        let hooks = match params.remove("hooks") {
+            None | Some(Value::Null) => None,
+            Some(hooks @ Value::Object(_)) => Some(hooks),
+            Some(_) => {
+                return Err(ExtensionError::Hooks("hooks must be an object".into()));
+            }
+        };
+        let project_hooks = match params.remove("projectHooks") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(flag)) => Some(flag),
+            Some(_) => return Err(ExtensionError::ProjectHooks),
+        };
         Ok(Self {
             protocol_version,
             client_capabilities,
@@ -333,6 +360,8 @@ impl InitializeExtensions {
             prices,
             mcp_servers,
             project_mcp,
+            hooks,
+            project_hooks,
         })
     }
 }

@@ -50,6 +50,12 @@ pub fn handle(server: &Server, mut params: JsonObject) -> Result<InitializeResul
             dsh_mcp::config::merge([client, server.inner().config.mcp.servers.clone()])
         }
     };
+    let mut hooks = server.inner().config.hooks.launch.clone();
+    if let Some(added) = &extensions.hooks {
+        hooks
+            .add_hooks(dsh_hooks::SourceKind::Initialize, None, added)
+            .map_err(|err| ExtensionError::Hooks(err.to_string()))?;
+    }
     let provider = server.inner().config.registry.mount(&route)?;
     let asks_client = extensions
         .client_capabilities
@@ -80,6 +86,8 @@ pub fn handle(server: &Server, mut params: JsonObject) -> Result<InitializeResul
         prices: Arc::new(extensions.prices.clone().unwrap_or_default()),
         mcp_servers: Arc::new(mcp_servers),
         project_mcp: extensions.project_mcp == Some(true),
+        hooks: Arc::new(hooks),
+        project_hooks: extensions.project_hooks == Some(true),
     });
     let extended = extensions.any();
     Ok(InitializeResult {
