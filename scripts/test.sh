@@ -80,6 +80,13 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-ge
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } ||
     echo "apt-get could not install bubblewrap" >&2
 fi
+# The hook scripts of tests/interop/hooks read their input with jq, as
+# published Claude Code hooks do: Debian's package when missing (as root).
+if ! command -v jq >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "jq missing: installing the Debian package jq (the hook scripts' JSON reader)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq; } ||
+    echo "apt-get could not install jq" >&2
+fi
 # Node and npm come from Debian packages when missing (as root): the python
 # interop runs the npm MCP server @modelcontextprotocol/server-everything
 # (tests/mcp/package.json), and the TypeScript interop below needs them too.

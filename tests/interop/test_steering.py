@@ -80,7 +80,7 @@ def test_capabilities_are_named_to_a_client_that_declares_its_own(make_raw, work
     assert result["protocolVersion"] == "dsh-1"
     assert result["capabilities"] == {"cancel": True, "approvals": True, "approvalRules": True, "sessionEvents": True,
                                       "deltas": True, "usage": True, "budgets": True, "sessionList": True,
-                                      "sessionFork": True, "mcp": True}
+                                      "sessionFork": True, "mcp": True, "hooks": True}
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [

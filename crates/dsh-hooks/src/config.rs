@@ -60,22 +60,18 @@ impl SourceKind {
 }
 
 /// One source as loaded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
     /// Its kind.
     pub kind: SourceKind,
     /// Its file, when it is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     /// How many hooks it added.
     pub hooks: usize,
     /// Events and hook types it holds that dsh does not run (named, so a
     /// user sees what is ignored).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<String>,
     /// Why it was not used (a project file that does not fit).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 

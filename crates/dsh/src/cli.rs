@@ -37,6 +37,9 @@ Environment:
   DSH_SPILL_SESSION_MAX_BYTES  Saved bash output of one session (default 1 GiB)
   DSH_KEEP_TOOL_OUTPUT         1: keep saved bash output after its session
   DSH_MCP_MESSAGE_MAX_BYTES    Largest message of a stdio MCP server (default 16 MiB)
+  DSH_TRUST_PROJECT_HOOKS      1: run the workspace's hook files (.claude/settings*.json, .codex/hooks.json)
+                               Hooks (DSH_HOME/hooks.json, docs/hooks.md) see DSH_PROJECT_DIR,
+                               CLAUDE_PROJECT_DIR and DSH_HOOK_EVENT, not the providers' keys
   DSH_MAX_REPLY_BYTES          Bytes of one provider reply (default from max_tokens)
   DSH_MAX_ERROR_BODY_BYTES     Bytes of a provider error body read (default 64 KiB)
   DSH_STREAM_IDLE_TIMEOUT_MS   Silence after which a provider stream fails

@@ -32,7 +32,7 @@ pub struct HookSource {
     pub hooks: usize,
     /// What it holds that dsh does not run (`event PermissionRequest`,
     /// `PreToolUse hook of type prompt`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub ignored: Vec<String>,
     /// Why it was not used (a project file that does not fit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
