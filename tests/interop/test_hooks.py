@@ -178,7 +178,8 @@ class _Result(__import__("pydantic").BaseModel):
 
 @pytest.mark.parametrize("decision", ["allow-once", "reject"])
 def test_ask_goes_to_the_client_through_the_approval_path(make_harness, dsh_home, workspace, scenario, decision):
-    install(dsh_home, {"PreToolUse": [group("Bash", hook("ask-for-git-push.sh"))]})
+    install(dsh_home, {"PreToolUse": [group("Bash", hook("ask-for-git-push.sh"))],
+                       "Notification": [group("permission_prompt", hook("log-event.sh", "notified.jsonl"))]})
     model = scenario([bash("echo published > publish.txt"), {"text": "done"}])
     harness = make_harness(model=model)
     harness.start()
@@ -202,6 +203,12 @@ def test_ask_goes_to_the_client_through_the_approval_path(make_harness, dsh_home
     outcomes = [e["data"]["outcome"] for e in result.events if e["type"] == "approval/decided"]
     assert outcomes == ["approved" if decision == "allow-once" else "rejected"]
     assert [r["decision"] for r in hook_runs(result.events, "PreToolUse")] == ["ask"]
+    # The Notification hook heard the client was asked (it runs beside the
+    # request, not before it).
+    [notified] = read_jsonl(wait_file(workspace / "notified.jsonl"))
+    assert notified["notification_type"] == "permission_prompt"
+    assert notified["message"] == ("DeepSeek Harness needs your permission to use Bash: "
+                                   "PreToolUse hook: this publishes: echo published > publish.txt")
 
 
 def test_ask_without_an_approver_fails_closed(make_harness, dsh_home, workspace, scenario):
@@ -212,10 +219,8 @@ def test_ask_without_an_approver_fails_closed(make_harness, dsh_home, workspace,
     assert tool_texts(result.events)[0] == (
         "Error: the call of bash requires approval, but no approval channel is available")
     assert [e["data"]["outcome"] for e in result.events if e["type"] == "approval/decided"] == ["unavailable"]
-    # The Notification hook heard of the request (it runs beside it, not before).
-    [notified] = read_jsonl(wait_file(workspace / "notified.jsonl"))
-    assert notified["notification_type"] == "permission_prompt"
-    assert notified["message"].startswith("DeepSeek Harness needs your permission to use Bash")
+    # Nobody was asked: no Notification.
+    assert not (workspace / "notified.jsonl").exists()
 
 
 # ---------------------------------------------------------------------------
@@ -318,6 +323,19 @@ def test_continue_false_stops_the_agent_with_its_reason(make_harness, dsh_home, 
     assert all("a hook stopped the agent: Budget exhausted for today" in t for t in tool_texts(result.events))
 
 
+def test_continue_false_also_stops_the_rest_of_a_batch_of_reads(make_harness, dsh_home, workspace, scenario):
+    stop = """echo '{"continue": false, "stopReason": "enough reading"}'"""
+    install(dsh_home, {"PreToolUse": [group("Read", hook(stop))]})
+    (workspace / "a.txt").write_text("AAA")
+    result = sdk_run(make_harness, scenario([
+        {"blocks": [{"tool_call": {"id": "toolu_1", "name": "read", "arguments": {"file_path": "a.txt"}}},
+                    {"tool_call": {"id": "toolu_2", "name": "read", "arguments": {"file_path": "a.txt"}}}]},
+        {"text": "never"}]))
+    texts = tool_texts(result.events)
+    assert len(texts) == 2 and all("a hook stopped the agent: enough reading" in t for t in texts), texts
+    assert len(hook_runs(result.events, "PreToolUse")) == 1
+
+
 def test_session_start_and_session_end_bracket_the_session(make_harness, dsh_home, workspace, scenario):
     install(dsh_home, {"SessionStart": [group(None, hook("log-event.sh", "start.jsonl"))],
                        "SessionEnd": [group(None, hook("log-event.sh", "end.jsonl"))]})
@@ -394,7 +412,7 @@ def test_subagents_run_the_hooks_too(make_harness, dsh_home, workspace, base_dir
     ("yes flooding", None, "output-too-large", "error", "wrote more than 262144 bytes"),
     ("echo crashed >&2; kill -SEGV $$", None, "signaled", "error", "was ended by a signal: crashed"),
     ("echo oops >&2; exit 1", None, "exited", "error", "exited with code 1: oops"),
-    ("echo '{not json'", None, "exited", "none", None),
+    ("echo '{not json'", None, "exited", "none", "not a JSON object; it was read as text"),
     ("/nonexistent/hook.sh", None, "exited", "error", "exited with code 127"),
 ])
 def test_a_failing_hook_is_a_bounded_error_and_the_call_runs(make_harness, dsh_home, workspace, scenario,
@@ -407,8 +425,7 @@ def test_a_failing_hook_is_a_bounded_error_and_the_call_runs(make_harness, dsh_h
     assert time.monotonic() - started < RUN_TIMEOUT
     [run_] = hook_runs(result.events, "PreToolUse")
     assert (run_["status"], run_["decision"]) == (status, decision)
-    if reason_part:
-        assert reason_part in run_["reason"]
+    assert reason_part in (run_.get("reason") or run_.get("message") or "")
     assert result.final_response == "done"
 
 
@@ -556,6 +573,18 @@ def test_a_broken_project_file_is_reported_and_the_others_run(make_raw, workspac
     [loaded] = [e["data"] for e in session_events(raw.frames, SID) if e["type"] == "dsh/hooks-loaded"]
     broken = [s for s in loaded["sources"] if s.get("error")]
     assert [s["kind"] for s in broken] == ["project-claude-local"] and "not JSON" in broken[0]["error"]
+
+
+def test_a_broken_project_file_alone_is_still_reported_in_the_log(make_raw, workspace, scenario):
+    (workspace / ".codex").mkdir()
+    (workspace / ".codex" / "hooks.json").write_text('{"hooks": {"Stop": "not a list"}}')
+    raw = make_raw()
+    raw.initialize(workspace, model=scenario([{"text": "done"}]), projectHooks=True)
+    raw.prompt(SID, "go")
+    raw.status(SID, "idle")
+    [loaded] = [e["data"] for e in session_events(raw.frames, SID) if e["type"] == "dsh/hooks-loaded"]
+    assert loaded["sources"] == [{"kind": "project-codex", "path": str(workspace / ".codex" / "hooks.json"),
+                                  "hooks": 0, "ignored": [], "error": "hooks.Stop must be an array"}]
 
 
 # ---------------------------------------------------------------------------

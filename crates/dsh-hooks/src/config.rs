@@ -322,6 +322,13 @@ fn parse_group(
             }
             None => return Err(invalid(&format!("{at}.type"), "must be a string")),
         }
+        for key in hook.keys() {
+            let known = ["type", "command", "timeout", "timeoutSec", "passEnv"];
+            let note = format!("{} hook field {key}", event.name());
+            if !known.contains(&key.as_str()) && !ignored.contains(&note) {
+                ignored.push(note);
+            }
+        }
         let command = match hook.get("command") {
             Some(Value::String(command)) if !command.trim().is_empty() => command.clone(),
             _ => {
@@ -385,7 +392,7 @@ mod tests {
             "permissions": {"allow": ["Bash(ls)"]},
             "hooks": {
                 "PreToolUse": [{"matcher": "Bash", "hooks": [
-                    {"type": "command", "command": "check.sh", "timeout": 5},
+                    {"type": "command", "command": "check.sh", "timeout": 5, "async": true},
                     {"type": "prompt", "prompt": "is it safe?"}
                 ]}],
                 "Stop": [{"hooks": [{"type": "command", "command": "tests.sh", "passEnv": ["DEEPSEEK_API_KEY"]}]}],
@@ -413,7 +420,11 @@ mod tests {
         assert_eq!(source.hooks, 2);
         assert_eq!(
             source.ignored,
-            ["PreToolUse hook of type prompt", "event PermissionRequest"]
+            [
+                "PreToolUse hook field async",
+                "PreToolUse hook of type prompt",
+                "event PermissionRequest"
+            ]
         );
     }
 

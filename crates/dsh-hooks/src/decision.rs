@@ -47,6 +47,9 @@ pub struct Judged {
     pub decision: Decision,
     /// The reason it gave (or, for an error, what went wrong).
     pub reason: Option<String>,
+    /// What it told the user (`systemMessage`), or a note on its output
+    /// (a JSON object that did not parse, read as text).
+    pub message: Option<String>,
 }
 
 /// What an event's runs decided together.
@@ -65,8 +68,6 @@ pub struct Outcome {
     pub updated_input: Option<Map<String, Value>>,
     /// Context for the model, in order.
     pub context: Vec<String>,
-    /// Messages for the client (`systemMessage`, errors), in order.
-    pub messages: Vec<String>,
 }
 
 /// The default reason of a `continue: false` without `stopReason`.
@@ -77,7 +78,8 @@ pub fn judge(event: HookEvent, runs: Vec<HookRun>) -> Outcome {
     let mut outcome = Outcome::default();
     let mut blocks: Vec<String> = Vec::new();
     for run in runs {
-        let (decision, reason) = judge_one(event, &run, &mut outcome);
+        let mut message = None;
+        let (decision, reason) = judge_one(event, &run, &mut outcome, &mut message);
         match decision {
             Decision::Deny | Decision::Block => blocks.push(reason.clone().unwrap_or_default()),
             Decision::Ask if outcome.ask.is_none() => {
@@ -86,18 +88,13 @@ pub fn judge(event: HookEvent, runs: Vec<HookRun>) -> Outcome {
             Decision::Stop if outcome.stop.is_none() => {
                 outcome.stop = Some(reason.clone().unwrap_or_else(|| STOPPED.into()));
             }
-            Decision::Error => outcome.messages.push(format!(
-                "{} hook `{}` {}",
-                event.name(),
-                run.command,
-                reason.as_deref().unwrap_or("failed")
-            )),
             _ => {}
         }
         outcome.runs.push(Judged {
             run,
             decision,
             reason,
+            message,
         });
     }
     if !blocks.is_empty() {
@@ -131,7 +128,12 @@ fn block_decision(event: HookEvent) -> Decision {
     }
 }
 
-fn judge_one(event: HookEvent, run: &HookRun, outcome: &mut Outcome) -> (Decision, Option<String>) {
+fn judge_one(
+    event: HookEvent,
+    run: &HookRun,
+    outcome: &mut Outcome,
+    message: &mut Option<String>,
+) -> (Decision, Option<String>) {
     match run.status {
         RunStatus::Exited(0) => {}
         RunStatus::Exited(2) => {
@@ -168,18 +170,15 @@ fn judge_one(event: HookEvent, run: &HookRun, outcome: &mut Outcome) -> (Decisio
         return (Decision::None, None);
     }
     let Ok(Value::Object(output)) = serde_json::from_str::<Value>(stdout) else {
-        outcome.messages.push(format!(
-            "{} hook `{}` printed output that is not a JSON object; it was read as text",
-            event.name(),
-            run.command
-        ));
+        *message =
+            Some("its output starts with `{` but is not a JSON object; it was read as text".into());
         if text_is_context(event) {
             outcome.context.push(stdout.to_owned());
             return (Decision::Context, None);
         }
         return (Decision::None, None);
     };
-    judge_json(event, &output, outcome)
+    judge_json(event, &output, outcome, message)
 }
 
 fn string(object: &Map<String, Value>, key: &str) -> Option<String> {
@@ -195,10 +194,9 @@ fn judge_json(
     event: HookEvent,
     output: &Map<String, Value>,
     outcome: &mut Outcome,
+    message: &mut Option<String>,
 ) -> (Decision, Option<String>) {
-    if let Some(message) = string(output, "systemMessage") {
-        outcome.messages.push(message);
-    }
+    *message = string(output, "systemMessage");
     let specific = output.get("hookSpecificOutput").and_then(Value::as_object);
     let mut decision = Decision::None;
     let mut reason = string(output, "reason");
@@ -280,9 +278,10 @@ mod tests {
             vec![ran(RunStatus::Exited(1), "", "oops")],
         );
         assert_eq!(out.block, None);
+        assert_eq!(out.runs[0].decision, Decision::Error);
         assert_eq!(
-            out.messages,
-            ["PreToolUse hook `hook.sh` exited with code 1: oops"]
+            out.runs[0].reason.as_deref(),
+            Some("exited with code 1: oops")
         );
         let out = judge(
             HookEvent::SessionEnd,
@@ -294,8 +293,8 @@ mod tests {
             vec![ran(RunStatus::TimedOut(Duration::from_secs(1)), "", "")],
         );
         assert_eq!(
-            out.messages,
-            ["Stop hook `hook.sh` timed out after 1000 ms"]
+            out.runs[0].reason.as_deref(),
+            Some("timed out after 1000 ms")
         );
         let out = judge(HookEvent::UserPromptSubmit, vec![ok("Branch: main\n")]);
         assert_eq!(out.context, ["Branch: main"]);
@@ -329,7 +328,7 @@ mod tests {
             )],
         );
         assert_eq!(out.stop.as_deref(), Some("enough"));
-        assert_eq!(out.messages, ["halted"]);
+        assert_eq!(out.runs[0].message.as_deref(), Some("halted"));
         let out = judge(
             HookEvent::SessionStart,
             vec![ok(
@@ -339,7 +338,8 @@ mod tests {
         assert_eq!(out.context, ["TODO: x"]);
         let out = judge(HookEvent::UserPromptSubmit, vec![ok("{not json")]);
         assert_eq!(out.context, ["{not json"]);
-        assert_eq!(out.messages.len(), 1);
+        let note = out.runs[0].message.as_deref().unwrap_or_default();
+        assert!(note.contains("not a JSON object"), "{note}");
         let out = judge(HookEvent::PreToolUse, vec![ok(r#"{"decision":"approve"}"#)]);
         assert_eq!(out.runs[0].decision, Decision::Allow);
     }

@@ -185,10 +185,14 @@ async fn run_one(
         Ok(child) => child,
         Err(err) => return failed(handler, err.to_string()),
     };
-    let group = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .and_then(rustix::process::Pid::from_raw);
+    // No process of a hook outlives its run, however the run ends (a
+    // dropped run too: the agent disposed, a shutdown's limit passed).
+    let _group = KillGroup(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw),
+    );
     let exited = CancellationToken::new();
     let overflow = CancellationToken::new();
     let stdin = child.stdin.take();
@@ -226,10 +230,6 @@ async fn run_one(
         () = overflow.cancelled() => Err(RunStatus::OutputTooLarge(env.output_max)),
         () = cancel.cancelled() => Err(RunStatus::Cancelled),
     };
-    // No process of a hook outlives its run.
-    if let Some(group) = group {
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    }
     let duration = started.elapsed();
     let (stdout, stderr, status) = match ended {
         Ok((out, err, status)) => (out, err, exit_status(status)),
@@ -242,6 +242,17 @@ async fn run_one(
         status,
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// Kills a hook's process group when dropped.
+struct KillGroup(Option<rustix::process::Pid>);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if let Some(group) = self.0 {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
     }
 }
 

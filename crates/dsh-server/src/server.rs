@@ -76,7 +76,7 @@ impl Server {
 
     /// The hooks of a session in `workspace`: the launch's and the
     /// client's, then (when the client or the launch trusts the project)
-    /// the workspace's hook files; `None` when there is none.
+    /// the workspace's hook files; `None` when no source was found.
     fn command_hooks(
         &self,
         init: &Initialized,
@@ -86,7 +86,8 @@ impl Server {
         if init.project_hooks || self.inner.config.hooks.trust_project {
             set.add_project(workspace);
         }
-        (!set.is_empty()).then(|| {
+        // A source without hooks (a broken project file) is still recorded.
+        (!set.sources().is_empty()).then(|| {
             Arc::new(dsh_hooks::SessionHooks {
                 set,
                 hidden: self.inner.config.hooks.hidden.clone(),

@@ -421,6 +421,8 @@ async fn ask(
     timeout: Option<Duration>,
     ctx: &ToolContext,
 ) -> Verdict {
+    ctx.host
+        .asking_client(&question.tool_name, &question.reason);
     let asked = approver.ask(question);
     let answered = async {
         match timeout {

@@ -16,6 +16,13 @@ pub trait ToolHost: Send + Sync {
     fn job_notice(&self, notice: JobNotice) {
         let _ = notice;
     }
+
+    /// A call of `tool` waits for the client's approval (`reason`, as in
+    /// `approval/asked`): the question is being put to it now. Ignored by
+    /// default.
+    fn asking_client(&self, tool: &str, reason: &str) {
+        let _ = (tool, reason);
+    }
 }
 
 /// The news of a background job's end, for the model.

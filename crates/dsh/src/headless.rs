@@ -15,7 +15,7 @@ use crate::cli::HeadlessArgs;
 use crate::launch::Launch;
 use dsh_client::{Client, ClientError, text_block};
 use dsh_protocol::FrameWriter;
-use dsh_protocol::catalog::{Event, TurnEndReason};
+use dsh_protocol::catalog::{AbortReason, Event, HookRunEvent, TurnEndReason};
 use dsh_protocol::message::text_of;
 use dsh_server::{RpcError, Server, serve};
 use serde_json::{Value, json};
@@ -34,6 +34,7 @@ pub fn run(launch: Box<Launch>, args: HeadlessArgs) -> ExitCode {
     let mut out = Output {
         json: args.json,
         step_usage: None,
+        refused: None,
     };
     match execute(launch, &args, &mut out) {
         Ok(true) => ExitCode::SUCCESS,
@@ -130,8 +131,16 @@ async fn converse(
         })
         .await
         .map_err(text)?;
-    if let Some(TurnEndReason::Error { error }) = &result.finish {
-        out.failure(error.code.as_str(), &error.message);
+    match &result.finish {
+        Some(TurnEndReason::Error { error }) => out.failure(error.code.as_str(), &error.message),
+        Some(TurnEndReason::Blocked) => out.error(&format!(
+            "the task was refused by a UserPromptSubmit hook: {}",
+            out.refused.clone().unwrap_or_default()
+        )),
+        Some(TurnEndReason::Aborted {
+            reason: AbortReason::Hook { reason },
+        }) => out.error(&format!("a hook stopped the agent: {reason}")),
+        _ => {}
     }
     out.finish(&result.final_response);
     Ok(result.finish_reason.as_deref() == Some("completed"))
@@ -152,6 +161,8 @@ struct Output {
     json: bool,
     /// The usage of the step's reply, for its `step_end` record.
     step_usage: Option<Value>,
+    /// Why a `UserPromptSubmit` hook refused the task.
+    refused: Option<String>,
 }
 
 impl Output {
@@ -205,6 +216,7 @@ impl Output {
                     }
                 }
             }
+            Event::HookRun(run) => self.hook(run),
             Event::ToolCall(call) => {
                 // The arguments as an object; text that is no JSON as is.
                 let input = serde_json::from_str::<Value>(&call.arguments)
@@ -222,6 +234,32 @@ impl Output {
                 self.record(json!({"type": "tool_result", "callId": message.tool_call_id, "status": status, "result": text}));
             }
             _ => {}
+        }
+    }
+
+    /// A hook's run: a `hook` record; in plain mode a hook that failed
+    /// or blocked is told on stderr.
+    fn hook(&mut self, run: &HookRunEvent) {
+        if run.event == "UserPromptSubmit" && run.decision == "block" {
+            self.refused = run.reason.clone();
+        }
+        if self.json {
+            self.record(
+                json!({"type": "hook", "event": run.event, "command": run.command,
+                "decision": run.decision, "exitCode": run.exit_code, "reason": run.reason,
+                "message": run.message}),
+            );
+            return;
+        }
+        if let Some(message) = &run.message {
+            eprintln!("dsh: {} hook `{}`: {message}", run.event, run.command);
+        }
+        if matches!(run.decision.as_str(), "error" | "deny" | "block" | "stop") {
+            let reason = run.reason.as_deref().unwrap_or_default();
+            eprintln!(
+                "dsh: {} hook `{}`: {}: {reason}",
+                run.event, run.command, run.decision
+            );
         }
     }
 

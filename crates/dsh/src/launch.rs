@@ -556,7 +556,11 @@ fn launch_hooks(
         message,
     };
     let mut hooks = dsh_hooks::HookSet::default();
-    if let Some(settings) = dsh_hooks::config::read_json(&path).map_err(|e| error(e.to_string()))? {
+    let read = dsh_hooks::config::read_json(&path).map_err(|err| match err {
+        dsh_hooks::config::ConfigError::Read { message, .. } => error(message),
+        other => error(other.to_string()),
+    })?;
+    if let Some(settings) = read {
         hooks
             .add_settings(dsh_hooks::SourceKind::Home, Some(&path), &settings)
             .map_err(|e| error(e.to_string()))?;

@@ -177,10 +177,10 @@ impl Feature for CommandHooks {
         core: &'a Core,
         turn: u32,
         trigger: &'static str,
+        cancel: &'a CancellationToken,
     ) -> HookFuture<'a, ()> {
         Box::pin(async move {
             let fields = json!({"trigger": trigger, "custom_instructions": ""});
-            let cancel = core.cancel.clone();
             run(
                 core,
                 HookEvent::PreCompact,
@@ -188,7 +188,7 @@ impl Feature for CommandHooks {
                 &[trigger],
                 fields,
                 None,
-                &cancel,
+                cancel,
             )
             .await;
         })
@@ -203,8 +203,11 @@ impl Feature for CommandHooks {
             "DeepSeek Harness needs your permission to use {}: {reason}",
             tools::claude_name(tool)
         );
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         // Notification hooks decide nothing: the approval does not wait.
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let fields = json!({
                 "message": message,
                 "title": "Permission needed",

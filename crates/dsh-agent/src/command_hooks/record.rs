@@ -60,6 +60,7 @@ fn run_event(
         status: status.to_owned(),
         decision: kebab(&judged.decision),
         reason: judged.reason.as_deref().map(cut),
+        message: judged.message.as_deref().map(cut),
     }
 }
 

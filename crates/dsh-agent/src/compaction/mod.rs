@@ -136,7 +136,7 @@ async fn pass(core: &Core, turn: u32, end: usize, cancel: &CancellationToken) ->
     // The features hear of it first (`PreCompact` hooks); the compaction
     // is triggered by the window's pressure.
     for feature in core.hooks.iter() {
-        feature.compacting(core, turn, "auto").await;
+        feature.compacting(core, turn, "auto", cancel).await;
     }
     let id = new_message_id();
     let (request, start_seq, seqs, shadowed_tokens) = {

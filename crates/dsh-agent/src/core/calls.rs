@@ -81,6 +81,11 @@ pub(super) async fn run(
         let mut ran: Vec<OneCall> = Vec::with_capacity(end - n);
         let mut stop: Option<String> = None;
         for (call_id, name, arguments) in &calls[n..end] {
+            // A hook stopped the agent: the batch's later calls do not run.
+            if let Some(reason) = &stop {
+                ran.push(prose::stopped_by_hook_result(reason).into());
+                continue;
+            }
             let view = CallView {
                 turn,
                 call_id,
@@ -172,6 +177,11 @@ async fn run_one(
             };
         }
     };
+    // The turn was cancelled while the features decided: the call does
+    // not start.
+    if cancel.is_cancelled() {
+        return prose::interrupted_tool_result().into();
+    }
     let view = CallView {
         arguments: rewritten.as_deref().unwrap_or(view.arguments),
         ..view

@@ -210,12 +210,14 @@ pub(crate) trait Feature: Send + Sync {
         _core: &'a Core,
         _turn: u32,
         _trigger: &'static str,
+        _cancel: &'a CancellationToken,
     ) -> HookFuture<'a, ()> {
         Box::pin(std::future::ready(()))
     }
 
-    /// A tool of the agent asks the client for approval (`approval/asked`
-    /// is recorded). Called with no lock held; must not wait.
+    /// A tool of the agent puts a question to the client (`approval/asked`
+    /// is recorded, no rule decided it, the client answers approvals).
+    /// Called with no lock held; must not wait.
     fn approval_asked(&self, _core: &Core, _tool: &str, _reason: &str) {}
 
     /// The session is about to close (`reason`: `prompt_input_exit` at end

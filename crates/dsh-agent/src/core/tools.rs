@@ -259,17 +259,14 @@ const TOOL_JOBS: &str = "tool-jobs";
 impl ToolHost for AgentToolHost {
     fn emit(&self, event: ToolEvent) {
         if let Some(core) = self.0.upgrade() {
-            let asked = match &event {
-                ToolEvent::ApprovalAsked(asked) => {
-                    Some((asked.tool_name.clone(), asked.reason.clone()))
-                }
-                _ => None,
-            };
             core.state().event(event);
-            if let Some((tool, reason)) = asked {
-                for feature in core.hooks.iter() {
-                    feature.approval_asked(&core, &tool, &reason);
-                }
+        }
+    }
+
+    fn asking_client(&self, tool: &str, reason: &str) {
+        if let Some(core) = self.0.upgrade() {
+            for feature in core.hooks.iter() {
+                feature.approval_asked(&core, tool, reason);
             }
         }
     }

@@ -72,5 +72,9 @@ pub struct HookRunEvent {
     /// The reason it gave, or what went wrong (at most 2 KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What it told the user (`systemMessage`), or a note on its output
+    /// (at most 2 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 kind!(HookRunEvent, "dsh/hook-run");
