@@ -107,6 +107,49 @@ pub enum Command {
     /// describes the methods and an editor configuration.
     #[command(display_name = "dsh", after_long_help = ENVIRONMENT)]
     Acp(AcpArgs),
+    /// Serve the browser page: watch and drive sessions in a browser.
+    ///
+    /// Prints `dsh web: <url>?token=<token>` once listening; opening that
+    /// URL sets a cookie that authenticates the browser for 30 days. Every
+    /// session runs on the same agent core, session store and sandbox as
+    /// the SDK profile. `DSH_HOME` defaults to `~/.dsh`. docs/web.md
+    /// describes the page and its security.
+    #[command(display_name = "dsh", after_long_help = ENVIRONMENT)]
+    Web(WebArgs),
+}
+
+/// Arguments of `dsh web`.
+#[derive(Debug, Args)]
+pub struct WebArgs {
+    /// The address to listen on: one IPv4 or IPv6 literal of a local
+    /// interface (wildcard addresses are refused).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port; 0 lets the system pick a free one.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Do not open the page in the default browser.
+    #[arg(long)]
+    pub no_open: bool,
+    /// The root URL to print and open instead of the listening address (a
+    /// proxy's, `http://` or `https://`); its authority is accepted in
+    /// `Host` and `Origin`.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Another authority (`host` or `host:port`) accepted in `Host` and
+    /// `Origin`; repeatable.
+    #[arg(long = "trusted-host", value_name = "AUTHORITY")]
+    pub trusted_hosts: Vec<String>,
+    /// Model provider of new sessions (as for `dsh acp`).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id of new sessions (as for `dsh acp`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// MCP servers every session gets, from a `.mcp.json`-format file;
+    /// repeatable.
+    #[arg(long = "mcp", value_name = "FILE")]
+    pub mcp: Vec<std::path::PathBuf>,
 }
 
 /// Arguments of `dsh acp`.
@@ -159,7 +202,7 @@ impl Cli {
     /// (a leading `headless` or `acp` stays the command, and the official
     /// spellings `--profile headless` and `--profile acp` become it).
     pub fn parse_args<I: IntoIterator<Item = OsString>>(args: I) -> Result<Self, clap::Error> {
-        const COMMANDS: [&str; 2] = ["headless", "acp"];
+        const COMMANDS: [&str; 3] = ["headless", "acp", "web"];
         let mut args: Vec<OsString> = args.into_iter().collect();
         if let Some(command) = COMMANDS
             .iter()

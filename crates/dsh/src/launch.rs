@@ -252,10 +252,14 @@ impl Launch {
     pub fn prepare(cli: &Cli) -> Result<Prepared, LaunchError> {
         // `headless` and `acp` run the sdk profile's server and, as
         // commands for people, default `DSH_HOME` to `~/.dsh`.
-        let headless = matches!(cli.command, Some(Command::Headless(_) | Command::Acp(_)));
+        let headless = matches!(
+            cli.command,
+            Some(Command::Headless(_) | Command::Acp(_) | Command::Web(_))
+        );
         let name = match (&cli.command, cli.profile.as_deref()) {
             (Some(Command::Headless(_)), _) => "headless",
             (Some(Command::Acp(_)), _) => "acp",
+            (Some(Command::Web(_)), _) => "web",
             (None, Some(name @ ("sdk" | "sdk-minimal"))) => name,
             (None, Some(name)) => return Err(LaunchError::UnknownProfile(name.to_owned())),
             (None, None) => return Err(LaunchError::NoProfile),

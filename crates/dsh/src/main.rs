@@ -8,8 +8,9 @@
 //! 1. `cli`, `home`, `stdio` — the launcher grammar; `DSH_HOME` at launch;
 //!    the protocol channel made impossible to corrupt
 //! 2. `launch` — everything decided before the runtime starts
-//! 3. `headless`, `acp` — `dsh headless`: one task from the command line;
-//!    `dsh acp`: the Agent Client Protocol on stdio
+//! 3. `headless`, `acp`, `web` — `dsh headless`: one task from the command
+//!    line; `dsh acp`: the Agent Client Protocol on stdio; `dsh web`: the
+//!    browser page
 
 mod acp;
 mod cli;
@@ -17,6 +18,7 @@ mod headless;
 mod home;
 mod launch;
 mod stdio;
+mod web;
 
 use dsh_protocol::FrameWriter;
 use dsh_server::{Server, serve};
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(cli::Command::Headless(args)) => return headless::run(launch, args),
         Some(cli::Command::Acp(args)) => return acp::run(launch, args),
+        Some(cli::Command::Web(args)) => return web::run(launch, args),
         None => {}
     }
     // From here on fd 0 is /dev/null and fd 1 is stderr: only the request

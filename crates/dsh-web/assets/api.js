@@ -1,0 +1,73 @@
+// api.js: the dsh web HTTP API. JSON-RPC over POST /api/rpc, approvals over
+// POST /api/approval, notifications over Server-Sent Events (/api/events).
+
+export class ApiError extends Error {}
+
+let info = null; // GET /api/info, kept for the automatic initialize below
+let initializing = null;
+
+async function post(url, body) {
+  let res;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      credentials: 'same-origin',
+    });
+  } catch (e) {
+    throw new ApiError(`network error: ${e.message}`);
+  }
+  const text = await res.text();
+  if (res.status === 401) throw new ApiError('Not authenticated: reopen the URL printed by dsh web.');
+  if (!res.ok) throw new ApiError(`HTTP ${res.status}: ${text.slice(0, 300)}`);
+  let answer;
+  try { answer = JSON.parse(text); } catch { throw new ApiError('unreadable answer from the server'); }
+  if (answer && answer.error) throw new ApiError(String(answer.error.message ?? 'unknown error'));
+  return answer ?? {};
+}
+
+// One protocol call. If the runtime was never initialized, initialize it
+// with the server's defaults once and try again.
+export async function rpc(method, params = {}) {
+  try {
+    return (await post('/api/rpc', { method, params })).result;
+  } catch (e) {
+    if (method === 'initialize' || !info || !/not initialized/i.test(e.message)) throw e;
+    initializing ??= rpc('initialize', { cwd: info.workspace, provider: info.provider, model: info.model })
+      .finally(() => { initializing = null; });
+    await initializing;
+    return (await post('/api/rpc', { method, params })).result;
+  }
+}
+
+export async function getInfo() {
+  const res = await fetch('/api/info', { credentials: 'same-origin' });
+  if (!res.ok) throw new ApiError(res.status === 401
+    ? 'Not authenticated: reopen the URL printed by dsh web.' : `HTTP ${res.status}`);
+  info = await res.json();
+  return info;
+}
+
+export function answerApproval(id, decision, message) {
+  const body = { id, decision };
+  if (message) body.message = message;
+  return post('/api/approval', body);
+}
+
+// Opens the event stream. handlers: notification(msg), approval(data),
+// approvalSettled(data), open(), error(closedForGood).
+export function connect(handlers) {
+  const es = new EventSource('/api/events');
+  const on = (name, fn) => es.addEventListener(name, (e) => {
+    let data;
+    try { data = JSON.parse(e.data); } catch { return; }
+    if (data && typeof data === 'object') fn(data);
+  });
+  on('notification', handlers.notification);
+  on('approval', handlers.approval);
+  on('approval-settled', handlers.approvalSettled);
+  es.onopen = () => handlers.open();
+  es.onerror = () => handlers.error(es.readyState === EventSource.CLOSED);
+  return es;
+}
