@@ -16,7 +16,8 @@ python3 -m venv "$venv"
 pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
 "${pip[@]}" "$wheel"
 "${pip[@]}" --no-deps 'deepseek-harness-sdk==0.2.1rc2'
-"${pip[@]}" 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22' 'mcp==2.3.0' 'agent-client-protocol==0.12.1'   # mcp: tests/interop/test_mcp*.py; agent-client-protocol: test_acp*.py
+"${pip[@]}" 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22' 'mcp==2.3.0' 'agent-client-protocol==0.12.1' \
+  'playwright==1.65.3'   # mcp: tests/interop/test_mcp*.py; agent-client-protocol: test_acp*.py; playwright: test_web_browser.py
 # The npm MCP server tests/interop/test_mcp.py runs (server-everything).
 if command -v npm >/dev/null 2>&1; then
   (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error)

@@ -65,8 +65,10 @@ fi
   'deepseek-harness-sdk==0.2.1rc2' 'deepseek-harness-runtime-bin==0.2.1rc2'
 # mcp: the official MCP Python SDK, whose servers (tests/mcp) dsh's MCP client
 # is tested against (tests/interop/test_mcp*.py).
+# playwright: drives Debian's chromium in the browser tests of dsh web
+# (tests/interop/test_web_browser.py; its own browsers are not downloaded).
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'pydantic>=2.12' 'pytest>=8' 'zstandard>=0.22' \
-  'mcp==2.3.0' 'agent-client-protocol==0.12.1'
+  'mcp==2.3.0' 'agent-client-protocol==0.12.1' 'playwright==1.65.3'
 if [ -n "${oracle_moved:-}" ] && [ -z "${DSH_OFFICIAL_BIN:-}" ]; then
   DSH_OFFICIAL_BIN="$("$venv/bin/python" -c 'import deepseek_harness_runtime as r, pathlib
 print(pathlib.Path(r.__file__).parent / "runtime" / "deepseek-harness-sdk-runtime-linux-x64")')"
@@ -79,6 +81,13 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-ge
   echo "bwrap missing: installing the Debian package bubblewrap (the official runtime's sandbox)"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } ||
     echo "apt-get could not install bubblewrap" >&2
+fi
+# The browser tests of dsh web run Debian's chromium: installed when
+# missing (as root).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "chromium missing: installing the Debian package chromium (dsh web's browser tests)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } ||
+    echo "apt-get could not install chromium" >&2
 fi
 # The hook scripts of tests/interop/hooks read their input with jq, as
 # published Claude Code hooks do: Debian's package when missing (as root).
