@@ -261,7 +261,7 @@ def test_the_public_url_is_printed_and_trusted_authorities_admitted(dsh_home, ho
         match = re.match(r"^dsh web: https://app\.example/dsh/\?token=([A-Za-z0-9_-]{43})$", line)
         assert match, line
         listening = proc.stderr.readline()
-        port = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", listening)
+        port = re.search(r"listening on 127\.0\.0\.1:(\d+) ", listening)
         assert port, listening
         web = Web(proc, f"dsh web: http://127.0.0.1:{port.group(1)}/?token={match.group(1)}")
         web.login()
@@ -379,3 +379,64 @@ def test_sigterm_closes_every_session_and_they_resume_elsewhere(start_web, scena
     raw.result("session/resume", {"sessionId": "web-kept"})
     page = raw.result("session/events", {"sessionId": "web-kept"})
     assert [e for e in page["events"] if e["type"] == "turn/end"][0]["data"]["reason"] == {"kind": "completed"}
+
+
+# ---------------------------------------------------------------------------
+# TLS from PEM files
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def certificate(base_dir) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (openssl)."""
+    cert, key = base_dir / "cert.pem", base_dir / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=FRAME_TIMEOUT)
+    return cert, key
+
+
+def test_tls_serves_https_with_a_secure_cookie(dsh_home, home, workspace, certificate):
+    import ssl
+
+    cert, key = certificate
+    proc = subprocess.Popen([str(dsh_bin_path()), "web", "--no-open", "--port", "0", "--provider", "scripted",
+                             "--tls-cert", str(cert), "--tls-key", str(key)], cwd=workspace,
+                            env=clean_env(dsh_home, home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        match = re.match(r"^dsh web: https://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{43})$", line)
+        assert match, line + proc.stderr.read()
+        port, token = int(match.group(1)), match.group(2)
+        context = ssl.create_default_context(cafile=str(cert))
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=FRAME_TIMEOUT)
+        conn.request("GET", f"/?token={token}")
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 303
+        cookie = response.getheader("set-cookie")
+        assert cookie.endswith("; HttpOnly; SameSite=Strict; Secure"), cookie
+        conn.request("GET", "/api/info", headers={"Cookie": cookie.split(";")[0]})
+        info = conn.getresponse()
+        assert info.status == 200 and json.loads(info.read())["provider"] == "scripted"
+        conn.close()
+        # Plain HTTP to the TLS port gets no page.
+        plain = http.client.HTTPConnection("127.0.0.1", port, timeout=FRAME_TIMEOUT)
+        with pytest.raises((http.client.HTTPException, OSError)):
+            plain.request("GET", "/")
+            plain.getresponse().read()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=EXIT_TIMEOUT)
+
+
+def test_unusable_tls_files_stop_the_launch(start_web, base_dir, certificate):
+    cert, key = certificate
+    code, _, err = start_web("--tls-cert", str(cert), expect_exit=True)
+    assert code != 0 and "--tls-key" in err
+    garbage = base_dir / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    code, _, err = start_web("--tls-cert", str(garbage), "--tls-key", str(key), expect_exit=True)
+    assert code == 1 and err.strip() == f"dsh web: {garbage}: holds no PEM certificate"
+    code, _, err = start_web("--tls-cert", str(cert), "--tls-key", str(garbage), expect_exit=True)
+    assert code == 1 and err.startswith(f"dsh web: {garbage}: no unencrypted PEM private key")

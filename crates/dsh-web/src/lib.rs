@@ -20,8 +20,9 @@
 //! Layer 1 is the bottom; a module uses only those in its layer or below
 //! (`dsh-repo-checks`' layering test holds this list to the code):
 //!
-//! 1. `assets`, `auth`, `guard`, `bridge` — the page, the token and
-//!    cookies, the Host and Origin checks, the server behind the page
+//! 1. `assets`, `auth`, `guard`, `bridge`, `tls` — the page, the token and
+//!    cookies, the Host and Origin checks, the server behind the page,
+//!    HTTPS from PEM files
 //! 2. `http` — requests and their routes
 
 mod assets;
@@ -29,6 +30,7 @@ mod auth;
 mod bridge;
 mod guard;
 mod http;
+mod tls;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -44,6 +46,10 @@ use tokio::sync::Semaphore;
 
 pub use bridge::BridgeError;
 pub use http::{BODY_MAX_BYTES, LIVE_MAX};
+pub use tls::{TlsError, TlsFiles};
+
+/// Longest a TLS handshake may take before its connection is closed.
+const HANDSHAKE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Most HTTP connections served at once.
 pub const CONNECTIONS_MAX: usize = 256;
@@ -68,6 +74,8 @@ pub struct WebConfig {
     pub provider: String,
     /// The model of new sessions.
     pub model: String,
+    /// Serve HTTPS with these PEM files (`None`: plain HTTP).
+    pub tls: Option<TlsFiles>,
 }
 
 /// Why `dsh web` stopped.
@@ -87,6 +95,9 @@ pub enum WebError {
     /// No random token could be drawn.
     #[error("cannot draw a random token: {0}")]
     Random(getrandom::Error),
+    /// The TLS certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
 }
 
 /// Serves until `stop` resolves: prints `dsh web: <url>?token=<token>` on
@@ -97,6 +108,7 @@ pub async fn serve(
     opened: impl FnOnce(&str),
     stop: impl Future<Output = ()>,
 ) -> Result<(), WebError> {
+    let acceptor = config.tls.as_ref().map(tls::acceptor).transpose()?;
     let address = SocketAddr::new(config.host, config.port);
     let listener = TcpListener::bind(address)
         .await
@@ -106,18 +118,18 @@ pub async fn serve(
         .map_err(|source| WebError::Bind { address, source })?;
     let bridge =
         bridge::Bridge::start(config.server, &config.cwd, &config.provider, &config.model).await?;
-    let auth = auth::Auth::new(bound.port(), false).map_err(WebError::Random)?;
+    let auth = auth::Auth::new(bound.port(), acceptor.is_some()).map_err(WebError::Random)?;
     let guard = guard::Guard::new(bound, &config.trusted_hosts, config.public_url.as_deref());
     let root = match &config.public_url {
         Some(url) if url.ends_with('/') => url.clone(),
         Some(url) => format!("{url}/"),
-        None => match bound {
-            SocketAddr::V4(v4) => format!("http://{v4}/"),
-            SocketAddr::V6(v6) => format!("http://[{}]:{}/", v6.ip(), v6.port()),
-        },
+        None => {
+            let scheme = if acceptor.is_some() { "https" } else { "http" };
+            format!("{scheme}://{bound}/")
+        }
     };
     if config.public_url.is_some() {
-        eprintln!("dsh web: listening on http://{bound}/ (advertised as {root})");
+        eprintln!("dsh web: listening on {bound} (advertised as {root})");
     }
     let url = format!("{root}?token={}", auth.token());
     let mut stdout = std::io::stdout();
@@ -149,15 +161,37 @@ pub async fn serve(
             continue;
         };
         let app = Arc::clone(&app);
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let app = Arc::clone(&app);
                 async move { Ok::<_, std::convert::Infallible>(http::handle(app, request).await) }
             });
-            if let Err(err) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
+            let served = match acceptor {
+                None => {
+                    http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await
+                }
+                Some(acceptor) => {
+                    match tokio::time::timeout(HANDSHAKE_LIMIT, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => {
+                            http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await
+                        }
+                        Ok(Err(err)) => {
+                            tracing::debug!("a TLS handshake failed: {err}");
+                            Ok(())
+                        }
+                        Err(_) => {
+                            tracing::debug!("a TLS handshake took too long");
+                            Ok(())
+                        }
+                    }
+                }
+            };
+            if let Err(err) = served {
                 tracing::debug!("a connection ended: {err}");
             }
             drop(permit);

@@ -150,6 +150,12 @@ pub struct WebArgs {
     /// repeatable.
     #[arg(long = "mcp", value_name = "FILE")]
     pub mcp: Vec<std::path::PathBuf>,
+    /// Serve HTTPS: the PEM certificate chain (requires --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The unencrypted PEM private key (requires --tls-cert).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `dsh acp`.

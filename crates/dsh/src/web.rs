@@ -90,6 +90,13 @@ pub fn run(mut launch: Box<Launch>, args: WebArgs) -> ExitCode {
         }
     };
     let cwd = launch.process_cwd.clone();
+    let tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(dsh_web::TlsFiles {
+            cert: cwd.join(cert),
+            key: cwd.join(key),
+        }),
+        _ => None,
+    };
     let config = WebConfig {
         server: launch.server_config(),
         host: address,
@@ -99,6 +106,7 @@ pub fn run(mut launch: Box<Launch>, args: WebArgs) -> ExitCode {
         cwd,
         provider,
         model,
+        tls,
     };
     let no_open = args.no_open;
     let code = runtime.block_on(async move {
