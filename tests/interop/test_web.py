@@ -440,3 +440,61 @@ def test_unusable_tls_files_stop_the_launch(start_web, base_dir, certificate):
     assert code == 1 and err.strip() == f"dsh web: {garbage}: holds no PEM certificate"
     code, _, err = start_web("--tls-cert", str(cert), "--tls-key", str(garbage), expect_exit=True)
     assert code == 1 and err.startswith(f"dsh web: {garbage}: no unencrypted PEM private key")
+
+
+# ---------------------------------------------------------------------------
+# The live channel as a WebSocket (what the page uses)
+# ---------------------------------------------------------------------------
+
+
+def upgrade(web: Web, origin: str | None, cookie: bool = True) -> tuple[str, socket.socket]:
+    """A raw WebSocket handshake on /api/live: the response head and the socket."""
+    sock = socket.create_connection((web.host, web.port), timeout=FRAME_TIMEOUT)
+    lines = [f"GET /api/live HTTP/1.1", f"Host: {web.authority}", "Upgrade: websocket", "Connection: Upgrade",
+             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"]
+    if origin:
+        lines.append(f"Origin: {origin}")
+    if cookie and web.cookie:
+        lines.append(f"Cookie: {web.cookie}")
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return head.decode(errors="replace"), sock
+
+
+def test_cross_origin_websocket_upgrades_are_refused(start_web):
+    web = start_web()
+    web.login()
+    head, sock = upgrade(web, "http://evil.example")
+    sock.close()
+    assert head.startswith("HTTP/1.1 403") and "cross-origin" in head, head
+    head, sock = upgrade(web, web.root.rstrip("/"), cookie=False)
+    sock.close()
+    assert head.startswith("HTTP/1.1 401"), head
+    head, sock = upgrade(web, web.root.rstrip("/"))
+    sock.close()
+    # RFC 6455's sample key and its accept value.
+    assert head.startswith("HTTP/1.1 101") and "sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in head, head
+
+
+def test_an_oversized_websocket_message_closes_the_channel(start_web):
+    web = start_web()
+    web.login()
+    head, sock = upgrade(web, web.root.rstrip("/"))
+    assert head.startswith("HTTP/1.1 101"), head
+    # One masked text frame of 70000 bytes (over the 64 KiB bound).
+    payload = b"x" * 70_000
+    frame = bytes([0x81, 0x80 | 127]) + len(payload).to_bytes(8, "big") + b"\0\0\0\0" + payload
+    sock.sendall(frame)
+    sock.settimeout(FRAME_TIMEOUT)
+    received = b""
+    with contextlib.suppress(OSError):
+        while chunk := sock.recv(65536):
+            received += chunk
+    sock.close()
+    # The server closes the connection (a close frame, 1009 "message too big", then EOF).
+    assert received == b"" or received[0] == 0x88, received[:20]

@@ -15,6 +15,7 @@ Run:  cd /work/main && DSH_BIN=$PWD/target/debug/dsh \\
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -23,7 +24,15 @@ from pathlib import Path
 
 import pytest
 
-from interop_support import EXIT_TIMEOUT, REPO_ROOT, FakeModel, clean_env, dsh_bin_path, with_marker
+from interop_support import (
+    EXIT_TIMEOUT,
+    REPO_ROOT,
+    FakeModel,
+    clean_env,
+    dsh_bin_path,
+    with_marker,
+    write_scenario,
+)
 
 UI_TIMEOUT_MS = 20_000
 
@@ -73,14 +82,19 @@ def serve(browser, dsh_home, home, workspace, base_dir):
     started: list[tuple[subprocess.Popen, object]] = []
     servers: list[FakeModel] = []
 
-    def start(replies: list[dict], agents: list[dict] = ()) -> Served:
-        # The fake DeepSeek server plays the replies over HTTP, paced when a
-        # reply asks (`delta_gap_ms`), as a real provider streams.
-        server = FakeModel(base_dir / f"fake-{len(started)}", replies, agents)
-        servers.append(server)
-        env = clean_env(dsh_home, home, DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY="sk-web-test")
-        proc = subprocess.Popen([str(dsh_bin_path()), "web", "--no-open", "--port", "0", "--provider",
-                                 "deepseek-official", "--model", "deepseek-v4-flash"],
+    def start(replies: list[dict], agents: list[dict] = (), scripted: bool = False) -> Served:
+        if scripted:
+            # The offline model in process: `dsh web --model <scenario>`.
+            env = clean_env(dsh_home, home)
+            route = ["--model", write_scenario(base_dir, replies, agents=agents)]
+        else:
+            # The fake DeepSeek server plays the replies over HTTP, as a
+            # real provider streams.
+            server = FakeModel(base_dir / f"fake-{len(started)}", replies, agents)
+            servers.append(server)
+            env = clean_env(dsh_home, home, DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY="sk-web-test")
+            route = ["--provider", "deepseek-official", "--model", "deepseek-v4-flash"]
+        proc = subprocess.Popen([str(dsh_bin_path()), "web", "--no-open", "--port", "0", *route],
                                 cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = proc.stdout.readline().strip()
         assert line.startswith("dsh web: http://127.0.0.1:"), proc.stderr.read()
@@ -132,9 +146,10 @@ def test_the_token_url_sets_the_cookie_and_the_page_loads_clean(serve):
     assert web.errors == []
 
 
-def test_a_new_session_streams_its_reply_into_the_page(serve):
+@pytest.mark.parametrize("scripted", [True, False], ids=["scripted", "fake-deepseek"])
+def test_a_new_session_streams_its_reply_into_the_page(serve, scripted):
     fragments = ["The ", "answer ", "arrives ", "piece ", "by ", "piece."]
-    web = serve([{"text": fragments, "delta_gap_ms": 150}])
+    web = serve([{"text": fragments, "delta_gap_ms": 150}], scripted=scripted)
     web.send("Tell me slowly")
     pending = web.testid("message-assistant", "[data-pending=true]")
     pending.first.wait_for()
@@ -232,3 +247,42 @@ def test_the_page_screenshot(serve, workspace):
     web.page.screenshot(path=str(target))
     assert target.stat().st_size > 10_000
     assert (workspace / "summary.md").read_text() == "# Summary\nShip it.\n"
+
+
+def test_jobs_turn_usage_and_the_exported_log(serve, tmp_path):
+    web = serve([bash("echo hi"), {"text": "Done."}])
+    web.send("Run it")
+    web.testid("message-assistant").filter(has_text="Done.").wait_for()
+    job = web.testid("jobs").locator("[data-testid=job-item]")
+    expect(job).to_have_count(1)
+    expect(job).to_have_attribute("data-status", "completed")
+    assert "echo hi" in job.inner_text()
+    end = web.testid("turn-end")
+    expect(end).to_have_count(1)
+    expect(end.locator("[data-testid=turn-usage]")).to_contain_text("tokens in")
+    web.page.wait_for_url("**#session=*")
+    session = web.page.url.split("#session=", 1)[1]
+    # The log, exported from the keyboard: every event once, in seq order.
+    web.testid("export").focus()
+    with web.page.expect_download() as download:
+        web.page.keyboard.press("Enter")
+    assert download.value.suggested_filename == f"{session}.jsonl"
+    saved = tmp_path / "log.jsonl"
+    download.value.save_as(saved)
+    events = [json.loads(line) for line in saved.read_text().splitlines()]
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(len(seqs)))
+    assert {"job/registered", "turn/end"} <= {e["type"] for e in events}
+    assert web.errors == []
+
+
+def test_the_goal_panel_follows_the_goal(serve):
+    web = serve([
+        {"blocks": [{"tool_call": {"id": "g1", "name": "create_goal",
+                                   "arguments": {"objective": "Ship the thing", "max_goal_rounds": 1}}}]},
+        {"text": "t1"}, {"text": "r1"}, {"text": "r2"}])
+    web.send("Start a goal")
+    goal = web.testid("goal")
+    expect(goal).to_contain_text("Ship the thing")
+    expect(goal).to_have_attribute("data-status", "blocked", timeout=UI_TIMEOUT_MS)
+    assert web.errors == []

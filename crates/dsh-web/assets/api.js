@@ -1,5 +1,5 @@
 // api.js: the dsh web HTTP API. JSON-RPC over POST /api/rpc, approvals over
-// POST /api/approval, notifications over Server-Sent Events (/api/events).
+// POST /api/approval, notifications over a WebSocket (/api/live).
 
 export class ApiError extends Error {}
 
@@ -55,19 +55,35 @@ export function answerApproval(id, decision, message) {
   return post('/api/approval', body);
 }
 
-// Opens the event stream. handlers: notification(msg), approval(data),
+// Opens the live channel: a WebSocket on /api/live carrying
+// {"event", "data"} messages (a WebSocket does not hold one of the six
+// HTTP connections a browser allows a site, as an EventSource would; with
+// many tabs open the page would stall). Reconnects after a second when it
+// closes. handlers: notification(msg), approval(data),
 // approvalSettled(data), open(), error(closedForGood).
 export function connect(handlers) {
-  const es = new EventSource('/api/events');
-  const on = (name, fn) => es.addEventListener(name, (e) => {
-    let data;
-    try { data = JSON.parse(e.data); } catch { return; }
-    if (data && typeof data === 'object') fn(data);
-  });
-  on('notification', handlers.notification);
-  on('approval', handlers.approval);
-  on('approval-settled', handlers.approvalSettled);
-  es.onopen = () => handlers.open();
-  es.onerror = () => handlers.error(es.readyState === EventSource.CLOSED);
-  return es;
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const url = `${scheme}//${location.host}/api/live`;
+  const route = {
+    notification: handlers.notification,
+    approval: handlers.approval,
+    'approval-settled': handlers.approvalSettled,
+  };
+  let socket = null;
+  const open = () => {
+    socket = new WebSocket(url);
+    socket.onopen = () => handlers.open();
+    socket.onmessage = (e) => {
+      let message;
+      try { message = JSON.parse(e.data); } catch { return; }
+      const fn = route[message?.event];
+      if (fn && message.data && typeof message.data === 'object') fn(message.data);
+    };
+    socket.onclose = () => {
+      handlers.error(false);
+      setTimeout(open, 1000);
+    };
+  };
+  open();
+  return { get readyState() { return socket?.readyState; } };
 }

@@ -1,9 +1,10 @@
 // app.js: the dsh web page. Session list, loading one session and merging
 // its stored events with the live stream, prompts, cancel, approvals,
-// subagents and the plan. Rendering of the conversation is in render.js.
+// subagents, goal, plan, background jobs and the log export. Rendering of
+// the conversation is in render.js.
 
 import { rpc, getInfo, connect, answerApproval } from './api.js';
-import { h, textOf, oneLine, pretty, num, when, uuid } from './dom.js';
+import { h, textOf, oneLine, pretty, when, uuid, usageText } from './dom.js';
 import { Conversation } from './render.js';
 
 const $ = (id) => document.getElementById(id);
@@ -11,8 +12,9 @@ const el = {
   list: $('sessions'), more: $('more'), search: $('search'), conn: $('conn'), version: $('version'),
   newBox: $('new-box'), newForm: $('new-session'), newError: $('new-error'), create: $('create'),
   ws: $('workspace'), provider: $('provider'), model: $('model'), effort: $('effort'),
-  title: $('title'), meta: $('meta'), status: $('status'), usage: $('usage'),
-  tree: $('tree'), parent: $('parent'), plan: $('plan'), approvals: $('approvals'), queue: $('queue'),
+  title: $('title'), meta: $('meta'), status: $('status'), usage: $('usage'), exportBtn: $('export'),
+  tree: $('tree'), parent: $('parent'), plan: $('plan'), goal: $('goal'), jobs: $('jobs'),
+  approvals: $('approvals'), queue: $('queue'),
   promptForm: $('prompt-form'), prompt: $('prompt'), send: $('send'), cancel: $('cancel'), error: $('prompt-error'),
 };
 
@@ -30,6 +32,7 @@ const S = {
   asked: new Set(),      // unlisted session ids a list refresh was asked for
   cursor: null,
   listToken: 0,
+  exporting: false,     // an export of the log is under way
 };
 
 const conv = new Conversation($('conversation'), { open: (id) => select(id) });
@@ -100,7 +103,9 @@ function onNotification(m) {
       addChild(p.parentSessionId, p.childSessionId);
       break;
     case 'session.usage':
-      if (mine) showUsage(p.sessionTotal, p.context);
+      if (!mine) return;
+      showUsage(p.sessionTotal, p.context);
+      conv.turnUsage(p.turn, p.turnTotal, true);
       break;
     default:
   }
@@ -133,19 +138,35 @@ function onEvent(v, ev) {
 }
 
 // Pages session/events after v.maxSeq until `more` is false, then replays
-// what arrived meanwhile (dropping seqs already paged).
+// what arrived meanwhile (dropping seqs already paged). Each page is built
+// off-document (one DocumentFragment per CHUNK events) and attached at once;
+// the page stays responsive between chunks.
+const CHUNK = 2000;
 async function catchUp(v) {
   if (v.paging) return;
   v.paging = true;
   v.loading = true;
   try {
     for (;;) {
-      const params = { sessionId: v.id };
+      // Pages of at most CHUNK events keep every answer (and the server's
+      // memory for it) small, whatever the length of the session.
+      const params = { sessionId: v.id, limit: CHUNK };
       if (v.maxSeq >= 0) params.afterSeq = v.maxSeq;
       const page = await rpc('session/events', params);
       if (S.view !== v) return;
       const events = page?.events ?? [];
-      for (const ev of events) if (ev.seq > v.maxSeq) apply(v, ev);
+      for (let i = 0; i < events.length; i += CHUNK) {
+        if (i) {
+          await new Promise((r) => setTimeout(r, 0));
+          if (S.view !== v) return;
+        }
+        conv.begin();
+        try {
+          for (const ev of events.slice(i, i + CHUNK)) if (ev.seq > v.maxSeq) apply(v, ev);
+        } finally {
+          conv.end();
+        }
+      }
       if (!page?.more || !events.length) break;
     }
   } catch (e) {
@@ -180,7 +201,17 @@ function apply(v, ev) {
     }
     case 'working-directory/change': v.cwd = String(d.cwd ?? ''); dirty('head'); break;
     case 'todo/write': v.todos = Array.isArray(d.todos) ? d.todos : []; dirty('plan'); break;
-    case 'goal/change': v.goal = d.goal ?? null; dirty('plan'); break;
+    case 'goal/change': v.goal = d.goal ? d : null; dirty('goal'); break;
+    case 'job/registered':
+    case 'job/settled': {
+      if (!d.jobId) break;
+      const job = { ...v.jobs.get(d.jobId), ...d };
+      job.status = ev.type === 'job/registered' ? 'running' : String(d.status ?? 'settled');
+      v.jobs.delete(d.jobId); // most recent change last
+      v.jobs.set(d.jobId, job);
+      dirty('jobs');
+      break;
+    }
     case 'subagent/catalog':
       if (!S.derived.has(d.childId)) S.derived.set(d.childId, 'running');
       addChild(v.id, d.childId, d.label);
@@ -216,7 +247,7 @@ async function select(id, opt = {}) {
   const v = {
     id, draft: !!opt.draft, title: entry?.title ?? '', cwd: opt.cwd ?? entry?.cwd ?? '',
     maxSeq: -1, loading: !opt.draft, paging: false, buffer: [], turnOpen: false,
-    todos: null, goal: null, inbox: [],
+    todos: null, goal: null, inbox: [], jobs: new Map(),
   };
   S.view = v;
   conv.reset();
@@ -226,7 +257,7 @@ async function select(id, opt = {}) {
   if (prev) updateItem(prev.id);
   updateItem(id);
   if (!v.draft) history.replaceState(null, '', `#session=${encodeURIComponent(id)}`);
-  dirty('head', 'status', 'plan', 'tree', 'queue');
+  dirty('head', 'status', 'plan', 'goal', 'jobs', 'tree', 'queue');
   if (v.draft) return;
 
   await ready(); // the event stream first, so nothing falls between page and stream
@@ -244,7 +275,11 @@ async function select(id, opt = {}) {
   await catchUp(v);
   if (S.view !== v) return;
   rpc('session/usage', { sessionId: id })
-    .then((u) => { if (S.view === v) showUsage(u?.total, u?.context); })
+    .then((u) => {
+      if (S.view !== v) return;
+      showUsage(u?.total, u?.context);
+      for (const t of Array.isArray(u?.turns) ? u.turns : []) conv.turnUsage(t.turn, t, false);
+    })
     .catch(() => {});
   if (open && !v.cwd) {
     rpc('session/working-directory/get', { sessionId: id })
@@ -274,6 +309,8 @@ function dirty(...what) {
     if (todo.has('head')) renderHead();
     if (todo.has('status')) renderStatus();
     if (todo.has('plan')) renderPlan();
+    if (todo.has('goal')) renderGoal();
+    if (todo.has('jobs')) renderJobs();
     if (todo.has('tree')) renderTree();
     if (todo.has('queue')) renderQueue();
   });
@@ -284,6 +321,7 @@ function renderHead() {
   const title = v ? v.title || S.sessions.get(v.id)?.title || (v.draft ? 'New session' : v.id) : 'No session selected';
   el.title.textContent = title;
   el.meta.textContent = v ? [v.draft ? `${v.id} (not created yet)` : v.id, v.cwd].filter(Boolean).join(' · ') : '';
+  el.exportBtn.disabled = !v || v.draft || S.exporting;
   setDocTitle();
 }
 
@@ -303,10 +341,6 @@ function renderStatus() {
 function renderPlan() {
   const v = S.view;
   const out = [];
-  if (v?.goal) {
-    out.push(h('div', { class: 'goal' }, h('strong', null, 'Goal: '), String(v.goal.objective ?? ''),
-      ' ', h('span', { class: 'badge' }, String(v.goal.phase ?? ''))));
-  }
   if (v?.todos?.length) {
     const marks = { completed: '✓', in_progress: '▸', pending: '○' };
     out.push(h('ol', { class: 'todos' }, v.todos.map((t) => {
@@ -316,6 +350,66 @@ function renderPlan() {
     })));
   }
   el.plan.replaceChildren(...(out.length ? out : [h('p', { class: 'empty' }, 'No plan.')]));
+}
+
+// goal/change {operation, goal:{objective, phase, maxGoalRounds, blockedReason?}, roundsStarted, updatedAt}
+function renderGoal() {
+  const c = S.view?.goal;
+  const g = c?.goal;
+  if (!g) {
+    el.goal.removeAttribute('data-status');
+    el.goal.replaceChildren(h('p', { class: 'empty' }, 'No goal.'));
+    return;
+  }
+  const phase = String(g.phase ?? 'unknown');
+  const rounds = c.roundsStarted != null
+    ? `round ${Number(c.roundsStarted) || 0}${g.maxGoalRounds ? ` of ${g.maxGoalRounds}` : ''}` : '';
+  el.goal.dataset.status = phase;
+  el.goal.replaceChildren(
+    h('p', { class: 'goal-objective' }, String(g.objective ?? '')),
+    h('div', { class: 'goal-meta small' },
+      h('span', { class: `badge phase ${phase}` }, phase),
+      h('span', { class: 'dim' }, [rounds, c.updatedAt ? `updated ${when(c.updatedAt)}` : ''].filter(Boolean).join(' · '))),
+    g.blockedReason?.message ? h('p', { class: 'goal-blocked small' }, `Blocked: ${g.blockedReason.message}`) : null);
+}
+
+// Background jobs (job/registered, job/settled): the running ones first,
+// then the most recent; each opens its tool call in the conversation.
+const JOBS_SHOWN = 50;
+function renderJobs() {
+  const jobs = [...(S.view?.jobs?.values() ?? [])].reverse();
+  jobs.sort((a, b) => (b.status === 'running') - (a.status === 'running'));
+  const focused = document.activeElement?.closest?.('#jobs [data-job-id]')?.dataset.jobId;
+  const items = jobs.slice(0, JOBS_SHOWN).map((j) => {
+    const callId = j.toolCall?.callId;
+    const args = callId ? conv.callArgs(callId) : null;
+    const desc = String(args?.description ?? '');
+    const cmd = String(j.label ?? args?.command ?? j.jobId);
+    const ms = j.finishedAt && j.startedAt ? j.finishedAt - j.startedAt : null;
+    const ran = ms == null ? '' : ms < 1000 ? ` · ${ms} ms` : ` · ${(ms / 1000).toFixed(1)} s`;
+    const body = [
+      h('span', { class: `dot ${j.status}`, 'aria-hidden': 'true' }),
+      h('span', { class: 'j-text' },
+        h('span', { class: 'j-title' }, oneLine(desc || cmd, 80)),
+        desc ? h('span', { class: 'j-cmd' }, `$ ${oneLine(cmd, 120)}`) : null,
+        h('span', { class: 'dim small' }, `${j.status}${j.detail ? ` · ${oneLine(j.detail, 80)}` : ''}${ran}`)),
+    ];
+    return h('li', { testid: 'job-item', 'data-job-id': j.jobId, 'data-status': j.status },
+      callId
+        ? h('button', { type: 'button', class: 'job', title: 'Show its tool call', onclick: () => showCall(callId) }, body)
+        : h('div', { class: 'job' }, body));
+  });
+  if (jobs.length > JOBS_SHOWN) items.push(h('li', { class: 'dim small' }, `${jobs.length - JOBS_SHOWN} older jobs not shown`));
+  el.jobs.replaceChildren(...(items.length ? items : [h('li', { class: 'empty' }, 'None.')]));
+  if (focused) el.jobs.querySelector(`[data-job-id="${CSS.escape(focused)}"] button`)?.focus();
+}
+
+function showCall(callId) {
+  const card = $('conversation').querySelector(`[data-testid=tool-call][data-call-id="${CSS.escape(callId)}"]`);
+  if (!card) return;
+  card.tabIndex = -1;
+  card.scrollIntoView({ block: 'center' });
+  card.focus({ preventScroll: true });
 }
 
 function renderQueue() {
@@ -557,16 +651,52 @@ async function cancel() {
   }
 }
 
+// ---- export: the session's log as JSONL, one event a line as the API gives it
+
+async function exportLog() {
+  const v = S.view;
+  if (!v || v.draft || S.exporting) return;
+  S.exporting = true;
+  el.exportBtn.disabled = true;
+  el.exportBtn.setAttribute('aria-busy', 'true');
+  el.exportBtn.textContent = 'Exporting…';
+  clearError();
+  const lines = [];
+  try {
+    let after = null;
+    for (;;) {
+      // Pages of at most CHUNK events keep every answer (and the server's
+      // memory for it) small, whatever the length of the session.
+      const params = { sessionId: v.id, limit: CHUNK };
+      if (after != null) params.afterSeq = after;
+      const page = await rpc('session/events', params);
+      const events = page?.events ?? [];
+      for (const ev of events) lines.push(`${JSON.stringify(ev)}\n`);
+      if (!page?.more || !events.length) break;
+      after = events[events.length - 1].seq;
+    }
+    const url = URL.createObjectURL(new Blob(lines, { type: 'application/x-ndjson' }));
+    const a = h('a', { href: url, download: `${v.id}.jsonl`, hidden: true });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  } catch (e) {
+    if (S.view === v) showError(`Export failed: ${e.message}`);
+  } finally {
+    S.exporting = false;
+    el.exportBtn.removeAttribute('aria-busy');
+    el.exportBtn.textContent = 'Export log';
+    dirty('head');
+  }
+}
+
 function showError(text) { el.error.textContent = text; }
 function clearError() { el.error.textContent = ''; }
 
 function showUsage(total, ctx) {
   const parts = [];
-  if (total) {
-    parts.push(`${num(total.inputTokens)} tokens in${total.cacheHitTokens ? ` (${num(total.cacheHitTokens)} cached)` : ''}`);
-    parts.push(`${num(total.outputTokens)} out`);
-    if (typeof total.costUsd === 'number') parts.push(`$${total.costUsd.toFixed(4)}`);
-  }
+  if (total) parts.push(usageText(total));
   if (ctx && ctx.percent != null) parts.push(`context ${Number(ctx.percent)}%`);
   el.usage.textContent = parts.join(' · ') || 'no usage yet';
 }
@@ -579,6 +709,7 @@ el.prompt.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
 });
 el.cancel.addEventListener('click', cancel);
+el.exportBtn.addEventListener('click', exportLog);
 document.addEventListener('keydown', (e) => {
   if (e.key !== 'Escape' || e.defaultPrevented || !S.view || el.cancel.disabled) return;
   if (e.target.closest?.('#new-session, #search, .approval')) return;
@@ -619,7 +750,7 @@ async function start() {
   } catch (e) {
     setConn(e.message, 'down');
   }
-  dirty('head', 'status', 'plan', 'tree');
+  dirty('head', 'status', 'plan', 'goal', 'jobs', 'tree');
   const id = sessionFromHash();
   if (id) select(id);
   await loadSessions();

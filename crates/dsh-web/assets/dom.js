@@ -45,6 +45,16 @@ export function num(n) {
   return String(n);
 }
 
+// UsageFigures (session.usage, session/usage) as one line: tokens, and the
+// cost when known (costUsd is null for a model without a price).
+export function usageText(f) {
+  if (!f) return '';
+  const parts = [`${num(f.inputTokens)} tokens in${f.cacheHitTokens ? ` (${num(f.cacheHitTokens)} cached)` : ''}`,
+    `${num(f.outputTokens)} out`];
+  if (typeof f.costUsd === 'number') parts.push(`$${f.costUsd.toFixed(4)}`);
+  return parts.join(' · ');
+}
+
 export function when(ms) {
   const d = new Date(Number(ms));
   if (Number.isNaN(d.getTime())) return '';

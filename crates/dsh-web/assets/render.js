@@ -1,8 +1,11 @@
 // render.js: the conversation of one session. Each stored event adds (or
 // completes) a few DOM nodes; nothing already shown is rebuilt. Deltas build
 // pending bubbles per (turn, step) that the step's assistant/message replaces.
+// A page of stored events is built in a DocumentFragment (begin/end) and
+// attached at once; style.css lets the browser skip off-screen items
+// (content-visibility), so long sessions stay cheap.
 
-import { h, textOf, parseJson, pretty, oneLine } from './dom.js';
+import { h, textOf, parseJson, pretty, oneLine, usageText } from './dom.js';
 
 const LIVE_CAP = 256 * 1024; // characters of live output / streamed arguments shown
 
@@ -12,6 +15,9 @@ export class Conversation {
     this.root = root;
     this.hooks = hooks;
     root.addEventListener('scroll', () => {
+      // Our own scroll to the bottom (or further down) keeps sticking even
+      // when items laid out since then made the list taller.
+      if (this.stick && root.scrollTop >= this.autoTop - 1) return;
       this.stick = root.scrollTop + root.clientHeight >= root.scrollHeight - 48;
     });
     this.reset();
@@ -22,22 +28,69 @@ export class Conversation {
     this.cards = new Map();     // callId → tool card
     this.pending = new Map();   // "turn:step" → {attempt, el, blocks}
     this.committed = new Set(); // "turn:step" whose assistant/message arrived
+    this.turnEnds = new Map();  // turn → usage span of its turn/end line
+    this.turnSum = new Map();   // turn → figures summed from assistant/message.usage
+    this.turnFig = new Map();   // turn → {fig, live}: session.usage / session/usage figures
+    this.frag = null;
     this.stick = true;
+    this.autoTop = 0;
+  }
+
+  // Appends between begin() and end() go to one fragment, attached at once.
+  begin() { this.frag ??= document.createDocumentFragment(); }
+
+  end() {
+    const f = this.frag;
+    this.frag = null;
+    if (f) { this.root.append(f); this.changed(); }
   }
 
   add(el) {
+    if (this.frag) { this.frag.append(el); return el; }
     this.root.append(el);
     this.changed();
     return el;
   }
 
-  // Keep the view at the bottom when it was there.
+  // Keep the view at the bottom when it was there. Items scrolled into view
+  // get their real height only then (content-visibility), so settle over a
+  // few frames.
   changed() {
     if (this.raf) return;
-    this.raf = requestAnimationFrame(() => {
+    let frames = 3;
+    let last = -1;
+    const step = () => {
       this.raf = 0;
-      if (this.stick) this.root.scrollTop = this.root.scrollHeight;
-    });
+      const height = this.root.scrollHeight;
+      if (!this.stick || height === last) return;
+      last = height;
+      this.root.scrollTop = height;
+      this.autoTop = this.root.scrollTop;
+      if (--frames > 0) this.raf = requestAnimationFrame(step);
+    };
+    this.raf = requestAnimationFrame(step);
+  }
+
+  // The parsed arguments of a tool call shown here, or null.
+  callArgs(callId) {
+    const c = this.cards.get(callId);
+    return c ? parseJson(c.raw) : null;
+  }
+
+  // A turn's usage from session.usage (live: the newest) or session/usage
+  // (which does not replace live figures): with cost, preferred to the sum
+  // of the turn's assistant/message usage.
+  turnUsage(turn, fig, live) {
+    const t = Number(turn);
+    if (!fig || !Number.isFinite(t) || (!live && this.turnFig.get(t)?.live)) return;
+    this.turnFig.set(t, { fig, live });
+    this.showTurnUsage(t);
+  }
+
+  showTurnUsage(t) {
+    const span = this.turnEnds.get(t);
+    const fig = this.turnFig.get(t)?.fig ?? this.turnSum.get(t);
+    if (span) span.textContent = fig ? ` · ${usageText(fig)}` : '';
   }
 
   note(text, cls = '') {
@@ -101,6 +154,19 @@ export class Conversation {
   assistant(d) {
     const key = `${d.turn}:${d.step}`;
     this.committed.add(key);
+    const u = d.usage;
+    if (u && typeof u === 'object') {
+      // Provider counts: inputTokens excludes cache reads (see TokenCounts::of).
+      const t = Number(d.turn);
+      const s = this.turnSum.get(t) ?? { requests: 0, inputTokens: 0, cacheHitTokens: 0, outputTokens: 0 };
+      const hit = Number(u.cacheReadTokens) || 0;
+      s.requests += 1;
+      s.inputTokens += hit + (Number(u.inputTokens) || 0) + (Number(u.cacheWriteTokens) || 0);
+      s.cacheHitTokens += hit;
+      s.outputTokens += Number(u.outputTokens) || 0;
+      this.turnSum.set(t, s);
+      this.showTurnUsage(t);
+    }
     const g = h('div', { class: 'step' });
     for (const b of d.message?.content ?? d.content ?? []) {
       if (b.type === 'reasoning') { if (b.text) g.append(reasoning(b.text, false)); }
@@ -111,8 +177,7 @@ export class Conversation {
     if (d.interrupted) g.append(h('div', { class: 'note warn' }, 'Reply interrupted'));
     const p = this.pending.get(key);
     this.pending.delete(key);
-    if (p) p.el.replaceWith(g); else this.root.append(g);
-    this.changed();
+    if (p) { p.el.replaceWith(g); this.changed(); } else this.add(g);
   }
 
   // A failed model attempt: its streamed text is void.
@@ -138,7 +203,12 @@ export class Conversation {
       interrupted: 'Turn interrupted (the runtime stopped during it)',
       blocked: 'Turn blocked by a hook',
     }[r.kind];
-    if (text) this.note(text, r.kind === 'error' ? 'error' : 'warn');
+    // Every turn/end gets a line, with the turn's usage when known.
+    const t = Number(d.turn);
+    const use = h('span', { class: 'turn-usage', testid: 'turn-usage' });
+    this.add(h('div', { class: `note turn-end ${text ? (r.kind === 'error' ? 'error' : 'warn') : 'dim small'}`, testid: 'turn-end', 'data-turn': d.turn, 'data-reason': r.kind ?? '' },
+      text ?? `End of turn ${d.turn ?? ''}`, use));
+    if (Number.isFinite(t)) { this.turnEnds.set(t, use); this.showTurnUsage(t); }
   }
 
   job(d, state) {

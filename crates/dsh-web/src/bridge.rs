@@ -2,7 +2,7 @@
 //! `dsh-server` every front end drives) and the `dsh-client` connected to
 //! it. The page's requests pass through as SDK requests; the server's
 //! notifications and approval requests are broadcast to every open page
-//! as Server-Sent Events, and any page may answer an approval.
+//! on the live channel, and any page may answer an approval.
 
 use bytes::Bytes;
 use dsh_client::{ApprovalHandler, Client, ClientError};
@@ -53,7 +53,7 @@ pub enum BridgeError {
 
 /// An approval put to the pages: its event, and where its answer goes.
 struct Question {
-    event: Bytes,
+    event: Arc<Live>,
     answer: oneshot::Sender<ApprovalResponse>,
 }
 
@@ -67,15 +67,40 @@ struct Waiting {
 /// The server, its client and the live channel.
 pub struct Bridge {
     client: Client,
-    live: broadcast::Sender<Bytes>,
+    live: broadcast::Sender<Arc<Live>>,
     waiting: Arc<Waiting>,
     serving: JoinHandle<()>,
     info: Value,
 }
 
-/// One Server-Sent Event.
-pub fn sse(event: &str, data: &Value) -> Bytes {
-    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
+/// One message of the live channel: its kind (`notification`,
+/// `approval`, `approval-settled`, `lagged`) and its JSON data.
+#[derive(Debug, Clone)]
+pub struct Live {
+    /// The kind.
+    pub event: &'static str,
+    /// The data, serialised.
+    pub data: String,
+}
+
+impl Live {
+    /// A message of `event` carrying `data`.
+    pub fn new(event: &'static str, data: &Value) -> Arc<Self> {
+        Arc::new(Self {
+            event,
+            data: data.to_string(),
+        })
+    }
+
+    /// As a Server-Sent Event.
+    pub fn sse(&self) -> Bytes {
+        Bytes::from(format!("event: {}\ndata: {}\n\n", self.event, self.data))
+    }
+
+    /// As a WebSocket text message: `{"event": …, "data": …}`.
+    pub fn frame(&self) -> String {
+        format!("{{\"event\":\"{}\",\"data\":{}}}", self.event, self.data)
+    }
 }
 
 impl Bridge {
@@ -105,7 +130,7 @@ impl Bridge {
         tokio::spawn(async move {
             while let Some(note) = notifications.recv().await {
                 let message = json!({"method": note.method, "params": note.params});
-                let _ = sender.send(sse("notification", &message));
+                let _ = sender.send(Live::new("notification", &message));
             }
         });
         let waiting = Arc::new(Waiting::default());
@@ -142,15 +167,15 @@ impl Bridge {
     /// A new subscriber to the live channel, and the approvals waiting now
     /// (a page opened or reloaded while a tool waits sees the question; it
     /// may also come on the channel: a page keeps one card per id).
-    pub fn subscribe(&self) -> (broadcast::Receiver<Bytes>, Vec<Bytes>) {
+    pub fn subscribe(&self) -> (broadcast::Receiver<Arc<Live>>, Vec<Arc<Live>>) {
         let receiver = self.live.subscribe();
-        let mut waiting: Vec<(u64, Bytes)> = self
+        let mut waiting: Vec<(u64, Arc<Live>)> = self
             .waiting
             .questions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
-            .map(|(id, question)| (*id, question.event.clone()))
+            .map(|(id, question)| (*id, Arc::clone(&question.event)))
             .collect();
         waiting.sort_by_key(|(id, _)| *id);
         (
@@ -209,13 +234,16 @@ impl Bridge {
 
 /// Puts each approval to every page and waits for the first answer; a
 /// page that never answers leaves the server's own time limit to decide.
-fn approval_handler(waiting: &Arc<Waiting>, live: &broadcast::Sender<Bytes>) -> ApprovalHandler {
+fn approval_handler(
+    waiting: &Arc<Waiting>,
+    live: &broadcast::Sender<Arc<Live>>,
+) -> ApprovalHandler {
     let waiting = Arc::clone(waiting);
     let live = live.clone();
     Arc::new(move |params: ApprovalRequestParams| {
         let id = waiting.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (sender, answer) = oneshot::channel();
-        let event = sse("approval", &json!({"id": id, "params": params}));
+        let event = Live::new("approval", &json!({"id": id, "params": params}));
         waiting
             .questions
             .lock()
@@ -223,7 +251,7 @@ fn approval_handler(waiting: &Arc<Waiting>, live: &broadcast::Sender<Bytes>) -> 
             .insert(
                 id,
                 Question {
-                    event: event.clone(),
+                    event: Arc::clone(&event),
                     answer: sender,
                 },
             );
@@ -247,7 +275,7 @@ fn approval_handler(waiting: &Arc<Waiting>, live: &broadcast::Sender<Bytes>) -> 
 struct Settled {
     id: u64,
     waiting: Arc<Waiting>,
-    live: broadcast::Sender<Bytes>,
+    live: broadcast::Sender<Arc<Live>>,
 }
 
 impl Drop for Settled {
@@ -259,6 +287,6 @@ impl Drop for Settled {
             .remove(&self.id);
         let _ = self
             .live
-            .send(sse("approval-settled", &json!({"id": self.id})));
+            .send(Live::new("approval-settled", &json!({"id": self.id})));
     }
 }

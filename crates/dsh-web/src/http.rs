@@ -5,7 +5,7 @@
 
 use crate::assets;
 use crate::auth::Auth;
-use crate::bridge::{Bridge, sse};
+use crate::bridge::{Bridge, Live};
 use crate::guard::Guard;
 use bytes::Bytes;
 use dsh_protocol::methods::ApprovalResponse;
@@ -116,6 +116,7 @@ pub async fn handle(app: Arc<App>, request: Request<Incoming>) -> Response<Body>
     match (method, path.as_str()) {
         (Method::GET, "/api/info") => json_response(app.bridge.info()),
         (Method::GET, "/api/events") => live(&app),
+        (Method::GET, "/api/live") => upgrade(&app, request),
         (Method::POST, "/api/rpc") => match body::<RpcCall>(request).await {
             Ok(call) => json_response(&app.bridge.rpc(&call.method, call.params).await),
             Err(refused) => refused,
@@ -188,6 +189,58 @@ async fn body<T: for<'de> Deserialize<'de>>(
     })
 }
 
+/// `GET /api/live`: the live channel as a WebSocket (see `socket`).
+fn upgrade(app: &Arc<App>, mut request: Request<Incoming>) -> Response<Body> {
+    let headers = request.headers();
+    let wants = headers
+        .get(hyper::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let version = headers
+        .get(hyper::header::SEC_WEBSOCKET_VERSION)
+        .is_some_and(|v| v == "13");
+    let Some(key) = headers
+        .get(hyper::header::SEC_WEBSOCKET_KEY)
+        .filter(|_| wants && version)
+    else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the live channel is a WebSocket (version 13)",
+        );
+    };
+    if app.live.fetch_add(1, Ordering::Relaxed) >= LIVE_MAX {
+        app.live.fetch_sub(1, Ordering::Relaxed);
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("too many live connections (at most {LIVE_MAX})"),
+        );
+    }
+    let open = Open(Arc::clone(&app.live));
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let (receiver, waiting) = app.bridge.subscribe();
+    let upgrading = hyper::upgrade::on(&mut request);
+    tokio::spawn(async move {
+        let _open = open;
+        match upgrading.await {
+            Ok(upgraded) => crate::socket::serve(upgraded, receiver, waiting).await,
+            Err(err) => tracing::debug!("a live channel upgrade failed: {err}"),
+        }
+    });
+    let mut response = text(StatusCode::SWITCHING_PROTOCOLS, "");
+    let headers = response.headers_mut();
+    headers.remove(CONTENT_TYPE);
+    for (name, value) in [
+        (hyper::header::UPGRADE, "websocket"),
+        (hyper::header::CONNECTION, "Upgrade"),
+        (hyper::header::SEC_WEBSOCKET_ACCEPT, accept.as_str()),
+    ] {
+        if let Ok(value) = value.parse() {
+            headers.insert(name, value);
+        }
+    }
+    response
+}
+
 /// Counts a live channel while it is open.
 struct Open(Arc<AtomicUsize>);
 
@@ -210,7 +263,7 @@ fn live(app: &App) -> Response<Body> {
     let (receiver, waiting) = app.bridge.subscribe();
     let mut first = b": live\n\n".to_vec();
     for event in waiting {
-        first.extend_from_slice(&event);
+        first.extend_from_slice(&event.sse());
     }
     let first = Bytes::from(first);
     let stream = futures_util::stream::unfold(
@@ -233,11 +286,14 @@ fn live(app: &App) -> Response<Body> {
                 }
             };
             match message {
-                Ok(bytes) => Some((Ok(Frame::data(bytes)), (receiver, None, open, false))),
+                Ok(message) => Some((
+                    Ok(Frame::data(message.sse())),
+                    (receiver, None, open, false),
+                )),
                 // Too far behind: the page reconnects and catches up from
                 // `session/events`.
                 Err(RecvError::Lagged(_)) => Some((
-                    Ok(Frame::data(sse("lagged", &json!({})))),
+                    Ok(Frame::data(Live::new("lagged", &json!({})).sse())),
                     (receiver, None, open, true),
                 )),
                 Err(RecvError::Closed) => None,

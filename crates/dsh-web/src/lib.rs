@@ -4,8 +4,9 @@
 //! in-process SDK server ([`bridge`]) runs every session on the same agent
 //! core, session store and sandbox; the page ([`assets`], plain ES modules
 //! embedded in the executable) calls SDK methods over `POST /api/rpc` and
-//! reads the server's notifications and approval requests as
-//! Server-Sent Events (`GET /api/events`).
+//! reads the server's notifications and approval requests on a WebSocket
+//! (`GET /api/live`, [`socket`]; also as Server-Sent Events on `GET
+//! /api/events`, for scripts).
 //!
 //! Security, as a browser-facing local server needs it ([`guard`],
 //! [`auth`]): one concrete interface address (loopback by default;
@@ -23,13 +24,15 @@
 //! 1. `assets`, `auth`, `guard`, `bridge`, `tls` — the page, the token and
 //!    cookies, the Host and Origin checks, the server behind the page,
 //!    HTTPS from PEM files
-//! 2. `http` — requests and their routes
+//! 2. `socket` — the live channel as a WebSocket
+//! 3. `http` — requests and their routes
 
 mod assets;
 mod auth;
 mod bridge;
 mod guard;
 mod http;
+mod socket;
 mod tls;
 
 use hyper::server::conn::http1;
@@ -171,6 +174,7 @@ pub async fn serve(
                 None => {
                     http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades()
                         .await
                 }
                 Some(acceptor) => {
@@ -178,6 +182,7 @@ pub async fn serve(
                         Ok(Ok(stream)) => {
                             http1::Builder::new()
                                 .serve_connection(TokioIo::new(stream), service)
+                                .with_upgrades()
                                 .await
                         }
                         Ok(Err(err)) => {

@@ -173,6 +173,11 @@ impl Provider for ScriptedProvider {
                 if out.send(chunk).is_err() {
                     return;
                 }
+                // A slowly streamed reply (a demo in `dsh web`, a test of
+                // what a client shows mid-stream).
+                if delta && let Some(gap) = reply.delta_gap_ms {
+                    tokio::time::sleep(Duration::from_millis(gap)).await;
+                }
                 if delta && std::mem::take(&mut first_delta) {
                     if let Some(stall) = reply.stall_ms {
                         tokio::time::sleep(Duration::from_millis(stall)).await;

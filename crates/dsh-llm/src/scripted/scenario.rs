@@ -92,8 +92,7 @@ pub struct Reply {
     /// Pause this long after the first delta (mid-stream).
     #[serde(default)]
     pub stall_ms: Option<u64>,
-    /// Pause this long after every delta (a slowly streamed reply; played
-    /// only by the fake model server).
+    /// Pause this long after every delta (a slowly streamed reply).
     #[serde(default)]
     pub delta_gap_ms: Option<u64>,
     /// A hostile reply, played only by the fake model server
