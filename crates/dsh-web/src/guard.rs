@@ -34,8 +34,10 @@ impl Refusal {
 
 impl Guard {
     /// The authorities of `bound` (and `localhost` for a loopback
-    /// address), `trusted` (`host` or `host:port`) and the public URL's.
-    pub fn new(bound: SocketAddr, trusted: &[String], public: Option<&str>) -> Self {
+    /// address) and `trusted` (`host` or `host:port`). A public URL grants
+    /// no trust of its own (as in the official profile): its authority is
+    /// admitted by naming it in `trusted`.
+    pub fn new(bound: SocketAddr, trusted: &[String]) -> Self {
         let port = bound.port();
         let mut authorities = vec![match bound {
             SocketAddr::V4(v4) => format!("{}:{port}", v4.ip()),
@@ -45,9 +47,6 @@ impl Guard {
             authorities.push(format!("localhost:{port}"));
         }
         authorities.extend(trusted.iter().map(|t| t.to_ascii_lowercase()));
-        if let Some(authority) = public.and_then(authority_of) {
-            authorities.push(authority);
-        }
         Self { authorities }
     }
 
@@ -101,11 +100,7 @@ mod tests {
     #[test]
     fn only_our_host_and_origin_pass() {
         let bound: SocketAddr = "127.0.0.1:4000".parse().unwrap_or_else(|e| panic!("{e}"));
-        let guard = Guard::new(
-            bound,
-            &["proxy.example".into()],
-            Some("https://app.example/ui/"),
-        );
+        let guard = Guard::new(bound, &["proxy.example".into(), "app.example".into()]);
         assert_eq!(guard.check(&headers(&[("host", "127.0.0.1:4000")])), Ok(()));
         assert_eq!(guard.check(&headers(&[("host", "LOCALHOST:4000")])), Ok(()));
         assert_eq!(guard.check(&headers(&[("host", "proxy.example")])), Ok(()));
@@ -134,7 +129,7 @@ mod tests {
         let site = headers(&[("host", "127.0.0.1:4000"), ("sec-fetch-site", "cross-site")]);
         assert_eq!(guard.check(&site), Err(Refusal::Origin));
         let v6: SocketAddr = "[::1]:5000".parse().unwrap_or_else(|e| panic!("{e}"));
-        let guard = Guard::new(v6, &[], None);
+        let guard = Guard::new(v6, &[]);
         assert_eq!(guard.check(&headers(&[("host", "[::1]:5000")])), Ok(()));
     }
 }

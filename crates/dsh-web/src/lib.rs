@@ -66,7 +66,8 @@ pub struct WebConfig {
     /// The port (`0`: the system picks one).
     pub port: u16,
     /// The root URL to print instead of `http://<host>:<port>/` (a
-    /// proxy's); its authority is also accepted in `Host` and `Origin`.
+    /// proxy's); it grants no trust (name its authority in
+    /// `trusted_hosts`).
     pub public_url: Option<String>,
     /// More authorities (`host` or `host:port`) accepted in `Host` and
     /// `Origin`.
@@ -122,7 +123,7 @@ pub async fn serve(
     let bridge =
         bridge::Bridge::start(config.server, &config.cwd, &config.provider, &config.model).await?;
     let auth = auth::Auth::new(bound.port(), acceptor.is_some()).map_err(WebError::Random)?;
-    let guard = guard::Guard::new(bound, &config.trusted_hosts, config.public_url.as_deref());
+    let guard = guard::Guard::new(bound, &config.trusted_hosts);
     let root = match &config.public_url {
         Some(url) if url.ends_with('/') => url.clone(),
         Some(url) => format!("{url}/"),

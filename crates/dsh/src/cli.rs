@@ -132,8 +132,8 @@ pub struct WebArgs {
     #[arg(long)]
     pub no_open: bool,
     /// The root URL to print and open instead of the listening address (a
-    /// proxy's, `http://` or `https://`); its authority is accepted in
-    /// `Host` and `Origin`.
+    /// proxy's, `http://` or `https://`); grants no trust (see
+    /// --trusted-host).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
     /// Another authority (`host` or `host:port`) accepted in `Host` and
