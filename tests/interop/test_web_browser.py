@@ -148,7 +148,8 @@ def test_the_token_url_sets_the_cookie_and_the_page_loads_clean(serve):
 
 @pytest.mark.parametrize("scripted", [True, False], ids=["scripted", "fake-deepseek"])
 def test_a_new_session_streams_its_reply_into_the_page(serve, scripted):
-    fragments = ["The ", "answer ", "arrives ", "piece ", "by ", "piece."]
+    fragments = ["The ", "answer ", "arrives ", "piece ", "by ", "piece, ", "slowly ", "enough ", "to ", "be ",
+                 "seen ", "streaming."]
     web = serve([{"text": fragments, "delta_gap_ms": 150}], scripted=scripted)
     web.send("Tell me slowly")
     pending = web.testid("message-assistant", "[data-pending=true]")
@@ -156,7 +157,7 @@ def test_a_new_session_streams_its_reply_into_the_page(serve, scripted):
     streamed = pending.first.inner_text()
     assert streamed and streamed != "".join(fragments), "the reply was shown before it was complete"
     final = web.testid("message-assistant", ":not([data-pending])")
-    final.filter(has_text="The answer arrives piece by piece.").wait_for()
+    final.filter(has_text="".join(fragments)).wait_for()
     assert web.testid("message-user").filter(has_text="Tell me slowly").count() == 1
     web.testid("status").filter(has_text="idle").wait_for()
     # The session is listed and found by search.
