@@ -375,8 +375,10 @@ def test_pre_compact_runs_before_a_compaction(make_harness, dsh_home, workspace,
 
 
 def wait_file(path: Path, timeout: float = FRAME_TIMEOUT) -> Path:
+    """`path` once a hook has written a whole line to it (the shell creates
+    the file before the hook writes)."""
     deadline = time.monotonic() + timeout
-    while not path.exists():
+    while not (path.exists() and path.read_text().endswith("\n")):
         assert time.monotonic() < deadline, f"{path.name} was not written within {timeout}s"
         time.sleep(0.05)
     return path
