@@ -1,15 +1,15 @@
 //! `dsh web`: the DeepSeek Harness runtime in a browser.
 //!
 //! A protocol adapter like `dsh-server`'s stdio loop and `dsh-acp`: one
-//! in-process SDK server ([`bridge`]) runs every session on the same agent
-//! core, session store and sandbox; the page ([`assets`], plain ES modules
+//! in-process SDK server (`bridge`) runs every session on the same agent
+//! core, session store and sandbox; the page (`assets`, plain ES modules
 //! embedded in the executable) calls SDK methods over `POST /api/rpc` and
 //! reads the server's notifications and approval requests on a WebSocket
-//! (`GET /api/live`, [`socket`]; also as Server-Sent Events on `GET
+//! (`GET /api/live`, `socket`; also as Server-Sent Events on `GET
 //! /api/events`, for scripts).
 //!
-//! Security, as a browser-facing local server needs it ([`guard`],
-//! [`auth`]): one concrete interface address (loopback by default;
+//! Security, as a browser-facing local server needs it (`guard`,
+//! `auth`): one concrete interface address (loopback by default;
 //! wildcards are refused by the launcher); a random token printed once and
 //! exchanged for an `HttpOnly; SameSite=Strict` cookie; `Host` and
 //! `Origin` checked on every request (DNS rebinding, cross-site requests);
