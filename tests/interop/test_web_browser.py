@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -152,7 +153,9 @@ def test_a_new_session_streams_its_reply_into_the_page(serve, scripted):
                  "seen ", "streaming."]
     web = serve([{"text": fragments, "delta_gap_ms": 150}], scripted=scripted)
     web.send("Tell me slowly")
-    pending = web.testid("message-assistant", "[data-pending=true]")
+    # The pending bubble, once it shows some of the reply (it may be put up
+    # an instant before its first text).
+    pending = web.testid("message-assistant", "[data-pending=true]").filter(has_text=re.compile(r"\S"))
     pending.first.wait_for()
     streamed = pending.first.inner_text()
     assert streamed and streamed != "".join(fragments), "the reply was shown before it was complete"
