@@ -14,23 +14,14 @@ use std::process::ExitCode;
 
 /// Serves ACP until the client closes its input or a signal; exit 0 then.
 pub fn run(mut launch: Box<Launch>, args: AcpArgs) -> ExitCode {
-    for file in &args.mcp {
-        if let Err(err) = launch.add_mcp_file(&launch.process_cwd.join(file)) {
-            eprintln!("dsh: {err}");
-            return ExitCode::from(1);
-        }
-    }
-    let (provider, model) = launch.route(
-        args.provider.as_deref(),
-        args.model.as_deref(),
-        |scenario| {
-            if scenario {
-                "scripted"
-            } else {
-                dsh_protocol::methods::DEFAULT_PROVIDER
+    let (provider, model) =
+        match launch.server_route(args.provider.as_deref(), args.model.as_deref(), &args.mcp) {
+            Ok(route) => route,
+            Err(err) => {
+                eprintln!("dsh: {err}");
+                return ExitCode::from(1);
             }
-        },
-    );
+        };
     let channel = crate::stdio::take_protocol_stdin()
         .and_then(|input| crate::stdio::take_protocol_stdout().map(|output| (input, output)));
     let (input, output) = match channel {
@@ -53,19 +44,13 @@ pub fn run(mut launch: Box<Launch>, args: AcpArgs) -> ExitCode {
         model,
     };
     let code = runtime.block_on(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            tracing::error!("cannot install signal handlers");
+        let Some(signal) = crate::launch::stop_signal() else {
             return 1;
         };
         let interrupted = std::sync::atomic::AtomicBool::new(false);
         let stop = async {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => interrupted.store(true, std::sync::atomic::Ordering::Relaxed),
+            if signal.await {
+                interrupted.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         };
         let served = dsh_acp::serve(

@@ -238,6 +238,26 @@ const APP_HELP: &str = "Usage: dsh --profile <sdk|sdk-minimal> [--patch <file>].
 Serves the DeepSeek Harness SDK protocol (newline-delimited JSON-RPC 2.0) on stdin/stdout.\n\
 Requires DSH_HOME. Diagnostics go to stderr; set DSH_LOG=debug for more.\n";
 
+/// A stop signal, once the handlers are installed: resolves at SIGTERM
+/// (`false`) or SIGINT (`true`, exit 130). `None` when they cannot be
+/// installed. Must be called inside the runtime.
+pub fn stop_signal() -> Option<impl std::future::Future<Output = bool>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return None;
+    };
+    Some(async move {
+        tokio::select! {
+            _ = term.recv() => false,
+            _ = int.recv() => true,
+        }
+    })
+}
+
 /// The async runtime every command runs on (two workers).
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -475,6 +495,27 @@ impl Launch {
             (None, _) => dsh_protocol::methods::DEFAULT_MODEL.to_owned(),
         };
         (provider, model)
+    }
+
+    /// The route of a server command's new sessions (`dsh acp`, `dsh
+    /// web`) after adding its `--mcp` files: `--provider`, else `scripted`
+    /// when `--model` names a scenario file, else `deepseek-official`.
+    pub fn server_route(
+        &mut self,
+        provider: Option<&str>,
+        model: Option<&str>,
+        mcp: &[PathBuf],
+    ) -> Result<(String, String), String> {
+        for file in mcp {
+            self.add_mcp_file(&self.process_cwd.join(file))?;
+        }
+        Ok(self.route(provider, model, |scenario| {
+            if scenario {
+                "scripted"
+            } else {
+                dsh_protocol::methods::DEFAULT_PROVIDER
+            }
+        }))
     }
 
     /// Adds the servers of a `.mcp.json`-format file (`dsh headless

@@ -132,12 +132,7 @@ const SIGNAL_CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5
 /// Serves the requests read from `input` until `shutdown`, end of input or
 /// a signal; returns the exit code.
 async fn run(server: Server, input: tokio::fs::File) -> u8 {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers");
+    let Some(signal) = launch::stop_signal() else {
         return 1;
     };
     tokio::select! {
@@ -152,15 +147,10 @@ async fn run(server: Server, input: tokio::fs::File) -> u8 {
                 1
             }
         },
-        _ = term.recv() => {
+        interrupted = signal => {
             server.close_sessions(false, SIGNAL_CLOSE_LIMIT).await;
             server.shutdown();
-            0
-        }
-        _ = int.recv() => {
-            server.close_sessions(false, SIGNAL_CLOSE_LIMIT).await;
-            server.shutdown();
-            130
+            if interrupted { 130 } else { 0 }
         }
     }
 }

@@ -65,23 +65,14 @@ pub fn run(mut launch: Box<Launch>, args: WebArgs) -> ExitCode {
         eprintln!("dsh web: --public-url must be an http:// or https:// URL, got \"{url}\"");
         return ExitCode::from(2);
     }
-    for file in &args.mcp {
-        if let Err(err) = launch.add_mcp_file(&launch.process_cwd.join(file)) {
-            eprintln!("dsh: {err}");
-            return ExitCode::from(1);
-        }
-    }
-    let (provider, model) = launch.route(
-        args.provider.as_deref(),
-        args.model.as_deref(),
-        |scenario| {
-            if scenario {
-                "scripted"
-            } else {
-                dsh_protocol::methods::DEFAULT_PROVIDER
+    let (provider, model) =
+        match launch.server_route(args.provider.as_deref(), args.model.as_deref(), &args.mcp) {
+            Ok(route) => route,
+            Err(err) => {
+                eprintln!("dsh: {err}");
+                return ExitCode::from(1);
             }
-        },
-    );
+        };
     let runtime = match crate::launch::runtime() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -110,19 +101,13 @@ pub fn run(mut launch: Box<Launch>, args: WebArgs) -> ExitCode {
     };
     let no_open = args.no_open;
     let code = runtime.block_on(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            tracing::error!("cannot install signal handlers");
+        let Some(signal) = crate::launch::stop_signal() else {
             return 1;
         };
         let interrupted = std::sync::atomic::AtomicBool::new(false);
         let stop = async {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => interrupted.store(true, std::sync::atomic::Ordering::Relaxed),
+            if signal.await {
+                interrupted.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         };
         let opened = |url: &str| {

@@ -321,26 +321,44 @@ fn arguments(call: &CallView<'_>) -> Value {
     serde_json::from_str(call.arguments).unwrap_or_else(|_| Value::from(call.arguments))
 }
 
-async fn before_tool(core: &Core, call: &CallView<'_>, cancel: &CancellationToken) -> Gate {
-    let fields = json!({
+/// Runs `event`'s hooks for `call`, with its `tool_input` and (after the
+/// call) its `tool_response`.
+async fn run_for_call(
+    core: &Core,
+    event: HookEvent,
+    call: &CallView<'_>,
+    input: Value,
+    response: Option<Value>,
+    cancel: &CancellationToken,
+) -> Outcome {
+    let mut fields = json!({
         "tool_name": tools::claude_name(call.name),
-        "tool_input": tools::tool_input(call.name, &arguments(call), call.cwd),
-        "tool_use_id": call.call_id,
+        "tool_input": input,
     });
+    if let Some(response) = response {
+        fields["tool_response"] = response;
+    }
+    fields["tool_use_id"] = json!(call.call_id);
     let for_call = ForCall {
         call_id: call.call_id,
         tool: call.name,
     };
-    let outcome = run(
+    let values = tools::match_names(call.name);
+    run(
         core,
-        HookEvent::PreToolUse,
+        event,
         Some(call.turn),
-        &tools::match_names(call.name),
+        &values,
         fields,
         Some(&for_call),
         cancel,
     )
-    .await;
+    .await
+}
+
+async fn before_tool(core: &Core, call: &CallView<'_>, cancel: &CancellationToken) -> Gate {
+    let input = tools::tool_input(call.name, &arguments(call), call.cwd);
+    let outcome = run_for_call(core, HookEvent::PreToolUse, call, input, None, cancel).await;
     if let Some(reason) = outcome.stop {
         return Gate::Stop(reason);
     }
@@ -389,23 +407,12 @@ async fn after_tool(
         output.is_error,
         aborted,
     );
-    let fields = json!({
-        "tool_name": tools::claude_name(call.name),
-        "tool_input": input,
-        "tool_response": response,
-        "tool_use_id": call.call_id,
-    });
-    let for_call = ForCall {
-        call_id: call.call_id,
-        tool: call.name,
-    };
-    let outcome = run(
+    let outcome = run_for_call(
         core,
         HookEvent::PostToolUse,
-        Some(call.turn),
-        &tools::match_names(call.name),
-        fields,
-        Some(&for_call),
+        call,
+        input,
+        Some(response),
         cancel,
     )
     .await;
